@@ -1,0 +1,311 @@
+"""Crawl configuration: one commented YAML file loaded once into frozen dataclasses.
+
+``conf/crawler.yaml`` documents every key with its default; the defaults also live here, on the
+dataclass fields, and a unit test keeps the two equal. :func:`load_config` reads a file (or
+none, for the defaults), applies ``section.key=value`` overrides from the command line and
+validates everything at start: an invalid value raises :class:`ConfigError` naming its key.
+Each operator receives only its own section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "CrawlSection",
+    "FetchSection",
+    "PolitenessSection",
+    "RobotsSection",
+    "UserAgentSection",
+    "WarcSection",
+    "load_config",
+    "parse_override",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or invalid; the message names the key."""
+
+
+def _positive(value: float) -> bool:
+    return value > 0 and math.isfinite(value)
+
+
+def _non_negative(value: float) -> bool:
+    return value >= 0 and math.isfinite(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class UserAgentSection:
+    """How the crawler names itself to servers and which robots.txt group it obeys."""
+
+    product: str = "pyflink-crawler"
+    version: str = "0.1"
+    contact_url: str = "https://github.com/pyflink-crawler/pyflink-crawler"
+
+    @property
+    def header(self) -> str:
+        """The User-Agent header: product token, version and a contact URL."""
+        return f"{self.product}/{self.version} (+{self.contact_url})"
+
+    def _validate(self) -> None:
+        if not self.product or not all(c.isalnum() or c in "-_" for c in self.product):
+            raise ConfigError(
+                "user_agent.product: must be a product token of letters, digits, '-' or '_' "
+                f"(RFC 9309), got {self.product!r}"
+            )
+        if not self.version or any(c.isspace() for c in self.version):
+            raise ConfigError(
+                f"user_agent.version: must be non-empty without spaces, got {self.version!r}"
+            )
+        parts = urllib.parse.urlsplit(self.contact_url)
+        if parts.scheme not in ("http", "https", "mailto") or not (parts.netloc or parts.path):
+            raise ConfigError(
+                "user_agent.contact_url: must be an http(s) or mailto URL, "
+                f"got {self.contact_url!r}"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class PolitenessSection:
+    """Spacing of requests to one host (invariant 3 of the design)."""
+
+    delay_seconds: float = 1.0
+    max_crawl_delay_seconds: float = 30.0
+    response_time_factor: float = 2.0
+
+    def _validate(self) -> None:
+        _check(self, "politeness", "delay_seconds", _non_negative, "a number >= 0")
+        _check(self, "politeness", "max_crawl_delay_seconds", _non_negative, "a number >= 0")
+        _check(self, "politeness", "response_time_factor", _non_negative, "a number >= 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class FetchSection:
+    """The HTTP client: timeouts, size limits, proxy, concurrency."""
+
+    connect_timeout_seconds: float = 10.0
+    read_timeout_seconds: float = 20.0
+    total_timeout_seconds: float = 60.0
+    max_content_bytes: int = 10 * 1024 * 1024
+    proxy: str = ""
+    max_connections: int = 256
+
+    def _validate(self) -> None:
+        for key in ("connect_timeout_seconds", "read_timeout_seconds", "total_timeout_seconds"):
+            _check(self, "fetch", key, _positive, "a number > 0")
+        _check(self, "fetch", "max_content_bytes", lambda v: v >= 1024, "an integer >= 1024")
+        _check(self, "fetch", "max_connections", lambda v: 1 <= v <= 100_000, "an integer >= 1")
+        if self.proxy:
+            parts = urllib.parse.urlsplit(self.proxy)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ConfigError(f"fetch.proxy: must be an http:// proxy URL, got {self.proxy!r}")
+            try:
+                parts.port  # noqa: B018 - validates the port
+            except ValueError as error:
+                raise ConfigError(f"fetch.proxy: {error}: {self.proxy!r}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class RobotsSection:
+    """robots.txt caching (invariant 4 of the design)."""
+
+    ttl_seconds: float = 86400.0
+    unavailable_retry_seconds: float = 600.0
+    max_bytes: int = 512 * 1024
+
+    def _validate(self) -> None:
+        _check(self, "robots", "ttl_seconds", _positive, "a number > 0")
+        _check(self, "robots", "unavailable_retry_seconds", _positive, "a number > 0")
+        _check(self, "robots", "max_bytes", lambda v: v >= 1024, "an integer >= 1024")
+
+
+@dataclasses.dataclass(frozen=True)
+class WarcSection:
+    """The WARC output."""
+
+    prefix: str = "crawl"
+    max_file_bytes: int = 1_000_000_000
+    operator: str = ""
+
+    def _validate(self) -> None:
+        if not self.prefix or not all(c.isalnum() or c in "-_." for c in self.prefix):
+            raise ConfigError(
+                f"warc.prefix: must be letters, digits, '-', '_' or '.', got {self.prefix!r}"
+            )
+        _check(self, "warc", "max_file_bytes", lambda v: v >= 64 * 1024, "an integer >= 65536")
+
+
+@dataclasses.dataclass(frozen=True)
+class CrawlSection:
+    """What to crawl, where to write it, and when a bounded crawl ends."""
+
+    seeds: str = ""
+    output_dir: str = "crawl-out"
+    max_pages: int = 0
+    idle_seconds: float = 30.0
+    parallelism: int = 1
+    vnodes: int = 256
+    progress_seconds: float = 5.0
+
+    def _validate(self) -> None:
+        _check(self, "crawl", "max_pages", lambda v: v >= 0, "an integer >= 0 (0: no budget)")
+        _check(self, "crawl", "idle_seconds", _non_negative, "a number >= 0 (0: never stop)")
+        _check(self, "crawl", "parallelism", lambda v: 1 <= v <= 1024, "an integer from 1 to 1024")
+        _check(self, "crawl", "vnodes", lambda v: 1 <= v <= 32768, "an integer from 1 to 32768")
+        _check(self, "crawl", "progress_seconds", _positive, "a number > 0")
+        if self.parallelism > self.vnodes:
+            raise ConfigError(
+                f"crawl.parallelism: {self.parallelism} exceeds crawl.vnodes ({self.vnodes})"
+            )
+        if not self.output_dir:
+            raise ConfigError("crawl.output_dir: must not be empty")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The whole crawl configuration, one frozen section per concern."""
+
+    crawl: CrawlSection = dataclasses.field(default_factory=CrawlSection)
+    user_agent: UserAgentSection = dataclasses.field(default_factory=UserAgentSection)
+    politeness: PolitenessSection = dataclasses.field(default_factory=PolitenessSection)
+    fetch: FetchSection = dataclasses.field(default_factory=FetchSection)
+    robots: RobotsSection = dataclasses.field(default_factory=RobotsSection)
+    warc: WarcSection = dataclasses.field(default_factory=WarcSection)
+
+    def validate(self) -> Config:
+        """Check every section; raise :class:`ConfigError` naming the first invalid key."""
+        for field in dataclasses.fields(self):
+            getattr(self, field.name)._validate()
+        return self
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain nested dict, as in the YAML file (for the warcinfo record and the summary)."""
+        return dataclasses.asdict(self)
+
+
+def _check(section: Any, name: str, key: str, predicate: Any, expected: str) -> None:
+    value = getattr(section, key)
+    if not predicate(value):
+        raise ConfigError(f"{name}.{key}: must be {expected}, got {value!r}")
+
+
+def _section_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _coerce(key: str, value: Any, expected: Any) -> Any:
+    """Convert a YAML or command-line value to the field's type, or raise naming the key."""
+    if expected is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
+            return value.lower() in ("true", "yes", "1")
+        raise ConfigError(f"{key}: must be true or false, got {value!r}")
+    if expected is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{key}: must be an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.replace("_", ""))
+            except ValueError:
+                pass
+        raise ConfigError(f"{key}: must be an integer, got {value!r}")
+    if expected is float:
+        if isinstance(value, bool):
+            raise ConfigError(f"{key}: must be a number, got {value!r}")
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{key}: must be a number, got {value!r}")
+    if expected is str:
+        if value is None:
+            return ""
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(f"{key}: must be a string, got {value!r}")
+    raise ConfigError(f"{key}: unsupported type {expected!r}")  # pragma: no cover
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """Split a command-line ``section.key=value`` override."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r}: expected section.key=value")
+    key, value = text.split("=", 1)
+    return key.strip(), value.strip()
+
+
+def load_config(
+    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> Config:
+    """Read ``path`` (YAML; None for the defaults), apply ``overrides`` and validate.
+
+    ``overrides`` maps dotted keys (``"crawl.max_pages"``) to values; strings are converted to
+    the key's type. Unknown sections or keys are errors, so a typo never passes silently.
+    """
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot read configuration file {path}: {error}") from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: not valid YAML: {error}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections")
+        raw = {str(k): v for k, v in loaded.items()}
+
+    merged: dict[str, dict[str, Any]] = {}
+    sections = {field.name: field.type for field in dataclasses.fields(Config)}
+    section_classes = typing.get_type_hints(Config)
+    for name, values in raw.items():
+        if name not in sections:
+            raise ConfigError(f"{name}: unknown section (known: {', '.join(sections)})")
+        if values is None:
+            values = {}
+        if not isinstance(values, dict):
+            raise ConfigError(f"{name}: must be a mapping of keys")
+        merged[name] = dict(values)
+    for dotted, value in (overrides or {}).items():
+        if dotted.count(".") != 1:
+            raise ConfigError(f"{dotted}: expected section.key")
+        name, key = dotted.split(".")
+        if name not in sections:
+            raise ConfigError(f"{dotted}: unknown section {name!r}")
+        merged.setdefault(name, {})[key] = value
+
+    built = {}
+    for name, cls in section_classes.items():
+        types = _section_types(cls)
+        values = merged.get(name, {})
+        kwargs = {}
+        for key, value in values.items():
+            if key not in types:
+                raise ConfigError(
+                    f"{name}.{key}: unknown key (known: {', '.join(sorted(types))})"
+                )
+            kwargs[key] = _coerce(f"{name}.{key}", value, types[key])
+        built[name] = cls(**kwargs)
+    return Config(**built).validate()

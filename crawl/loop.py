@@ -1,0 +1,120 @@
+"""The records that go round the loop: discovered URLs and fetch outcomes, grouped by vnode.
+
+One loop line carries everything one page produced for one virtual node::
+
+    <vnode> TAB {"found": [[url, hops, via], ...], "done": [[url, status, http, reason, ms], ...]}
+
+The vnode prefix lets the decode stage key the line without parsing its JSON, and grouping
+by vnode moves a page's outlinks as a few records instead of one per URL (most links stay on
+the page's own host, hence its own vnode). The page's own outcome travels in the line of its
+own vnode. Seeds enter the crawl the same way: a seed file in the loop directory, written
+atomically (hidden name first, then renamed), holds lines of this format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from crawl.urls import UrlError, host_of, normalize, vnode_of
+
+__all__ = [
+    "DoneEvent",
+    "FoundUrl",
+    "LoopRecordError",
+    "decode_line",
+    "encode_line",
+    "group_by_vnode",
+    "parse_payload",
+    "write_seed_file",
+]
+
+#: A discovered URL: (url, hop path from its seed, the URL that led here).
+FoundUrl = tuple[str, str, str]
+#: A fetch outcome: (url, status name, HTTP status, reason, time in ms).
+DoneEvent = tuple[str, str, int, str, int]
+
+
+class LoopRecordError(ValueError):
+    """A loop line that is not of the format above (counted and skipped, never fatal)."""
+
+
+def encode_line(vnode: int, found: Iterable[FoundUrl] = (), done: Iterable[DoneEvent] = ()) -> str:
+    """One loop line; empty lists are left out."""
+    payload: dict[str, Any] = {}
+    found = list(found)
+    done = list(done)
+    if found:
+        payload["found"] = found
+    if done:
+        payload["done"] = done
+    return f"{vnode}\t{json.dumps(payload, separators=(',', ':'), ensure_ascii=False)}"
+
+
+def decode_line(line: str) -> tuple[int, str]:
+    """Split a loop line into its vnode and its JSON payload (not parsed here)."""
+    vnode_text, tab, payload = line.partition("\t")
+    # isascii: str.isdigit() also accepts digits int() refuses ("²") or reads oddly ("١٢").
+    digits = vnode_text.isascii() and vnode_text.isdigit()
+    if not tab or not digits or not payload.startswith("{"):
+        raise LoopRecordError(f"not a loop line: {line[:120]!r}")
+    return int(vnode_text), payload
+
+
+def parse_payload(payload: str) -> tuple[list[FoundUrl], list[DoneEvent]]:
+    """The found URLs and done events of a line's payload."""
+    try:
+        data = json.loads(payload)
+        found = [(str(u), str(h), str(v)) for u, h, v in data.get("found", ())]
+        done = [(str(u), str(s), int(c), str(r), int(t)) for u, s, c, r, t in data.get("done", ())]
+    except (ValueError, TypeError, AttributeError) as error:
+        raise LoopRecordError(f"bad loop payload: {error}: {payload[:120]!r}") from None
+    return found, done
+
+
+def group_by_vnode(urls: Iterable[FoundUrl], vnodes: int) -> dict[int, list[FoundUrl]]:
+    """Group normalised URLs by the vnode of their host, keeping order within a group."""
+    groups: dict[int, list[FoundUrl]] = {}
+    for item in urls:
+        groups.setdefault(vnode_of(host_of(item[0]), vnodes), []).append(item)
+    return groups
+
+
+def write_seed_file(
+    loop_dir: str | Path, seeds: Iterable[str], vnodes: int
+) -> tuple[int, list[tuple[str, str]]]:
+    """Normalise ``seeds`` and drop them into the loop as one file (atomically).
+
+    Returns (number of seeds written, [(seed, reason) for each rejected seed]).
+    """
+    accepted: list[FoundUrl] = []
+    rejected: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for raw in seeds:
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            url = normalize(text)
+        except UrlError as error:
+            rejected.append((text, error.reason))
+            continue
+        if url not in seen:
+            seen.add(url)
+            accepted.append((url, "", ""))
+    if accepted:
+        directory = Path(loop_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        name = f"seeds-{uuid.uuid4().hex}"
+        hidden = directory / f".{name}.tmp"
+        with open(hidden, "w", encoding="utf-8") as handle:
+            for vnode, group in sorted(group_by_vnode(accepted, vnodes).items()):
+                handle.write(encode_line(vnode, found=group) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(hidden, directory / name)
+    return len(accepted), rejected

@@ -1,0 +1,95 @@
+"""The process stage's work on one fetch outcome: archive it, log it, route what it found.
+
+For every outcome :class:`PageProcessor` writes the WARC request/response pair (when there was
+an HTTP response), one crawl log line, and returns the loop lines to send round: the page's
+outlinks (or its redirect target) grouped by vnode, plus the page's own outcome in the line of
+its own vnode, for the crawl DB. robots.txt fetches (hop ``P``, the prerequisite of a host)
+are archived and logged but are not pages: they produce no loop line.
+"""
+
+from __future__ import annotations
+
+from crawl.crawl_log import CrawlLogWriter
+from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode
+from crawl.model import FetchResult
+from crawl.parse import extract_links
+from crawl.progress import StageStatus
+from crawl.status import Status
+from crawl.urls import UrlError, host_of, resolve, vnode_of
+from crawl.warc_writer import WarcFileWriter, sha1_digest
+
+__all__ = ["PREREQUISITE_HOP", "PageProcessor"]
+
+#: Hop code of a robots.txt fetch (Heritrix calls these prerequisites).
+PREREQUISITE_HOP = "P"
+
+
+class PageProcessor:
+    """Archives, logs and routes fetch outcomes of one subtask (not thread-safe)."""
+
+    def __init__(
+        self,
+        warc: WarcFileWriter,
+        crawl_log: CrawlLogWriter,
+        vnodes: int,
+        status: StageStatus,
+    ) -> None:
+        self._warc = warc
+        self._log = crawl_log
+        self._vnodes = vnodes
+        self._status = status
+
+    def process(self, result: FetchResult) -> list[str]:
+        """Handle one outcome; returns the loop lines it produces."""
+        status = self._status
+        digest = ""
+        if result.http_status > 0:
+            digest = self._warc.write(result)
+            status.count("warc.pairs")
+            status.count("bytes", len(result.body))
+        elif result.body:
+            digest = sha1_digest(result.body)
+        self._log.log(result, payload_digest=digest)
+        if result.hops.endswith(PREREQUISITE_HOP):
+            status.count(f"robots.{result.status.value}")
+            return []
+        status.count(f"pages.{result.status.value}")
+        found = self._outlinks(result)
+        status.count("links.found", len(found))
+        own_vnode = vnode_of(host_of(result.url), self._vnodes)
+        done: DoneEvent = (
+            result.url,
+            result.status.value,
+            result.http_status,
+            result.reason,
+            result.started_ms,
+        )
+        groups = group_by_vnode(found, self._vnodes)
+        lines = [
+            encode_line(vnode, found=group, done=[done] if vnode == own_vnode else ())
+            for vnode, group in groups.items()
+        ]
+        if own_vnode not in groups:
+            lines.append(encode_line(own_vnode, done=[done]))
+        status.count("lines.out", len(lines))
+        return lines
+
+    def _outlinks(self, result: FetchResult) -> list[FoundUrl]:
+        if result.status is Status.REDIRECT:
+            location = result.header("Location") or ""
+            try:
+                target = resolve(result.url, location)
+            except UrlError as error:
+                self._status.count(f"links.rejected.{error.reason}")
+                return []
+            if target == result.url:
+                self._status.count("links.rejected.redirect:self")
+                return []
+            return [(target, result.hops + "R", result.url)]
+        if result.status is not Status.FETCHED:
+            return []
+        parsed = extract_links(result)
+        for reason, count in parsed.rejected.items():
+            self._status.count(f"links.rejected.{reason}", count)
+        hops = result.hops + "L"
+        return [(url, hops, result.url) for url in parsed.urls if url != result.url]

@@ -1,0 +1,183 @@
+"""Crawl figures: what every stage reports, and how the launcher reads them.
+
+Each subtask of each stage keeps a :class:`StageStatus` (counters that only grow, gauges that
+go up and down) and a background thread writes it every second to
+``status/<stage>-<subtask>.json`` (atomically, by rename). The launcher reads these files to
+print progress, to decide that a bounded crawl is over (budget used, or idle: nothing queued,
+nothing in flight and no counter moving for ``idle_seconds``) and to print the summary.
+Counters must only move with crawl work (a gauge for anything periodic), or the crawl never
+looks quiet. The
+files work the same on one machine and on a cluster with a shared filesystem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CrawlFigures", "QuietTracker", "StageStatus", "is_idle", "read_statuses"]
+
+
+class StageStatus:
+    """Counters and gauges of one subtask, written to a JSON file every ``interval`` seconds.
+
+    The owning operator updates :attr:`counters` and :attr:`gauges` (plain dicts) from its own
+    thread; the writer thread only copies them, which is atomic under the GIL.
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        stage: str,
+        subtask: int,
+        attempt: int = 0,
+        interval: float = 1.0,
+    ) -> None:
+        self.counters: dict[str, int] = {}
+        self.gauges: dict[str, float] = {}
+        #: Gauges computed by the writer thread (for figures too costly to keep per record).
+        self.gauge_functions: dict[str, Callable[[], float]] = {}
+        self._directory = Path(directory)
+        self._directory.mkdir(parents=True, exist_ok=True)
+        self._path = self._directory / f"{stage}-{subtask:05d}.json"
+        self._header = {"stage": stage, "subtask": subtask, "attempt": attempt, "pid": os.getpid()}
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"status-{stage}-{subtask}", daemon=True
+        )
+        self._thread.start()
+
+    def count(self, name: str, amount: int = 1) -> None:
+        """Add ``amount`` to counter ``name``."""
+        self.counters[name] = self.counters.get(name, 0) + amount
+
+    def write(self) -> None:
+        """Write the file now (atomically)."""
+        snapshot = dict(self._header)
+        snapshot["time"] = time.time()
+        snapshot["counters"] = self.counters.copy()
+        gauges = self.gauges.copy()
+        for name, function in list(self.gauge_functions.items()):
+            try:
+                gauges[name] = function()
+            except RuntimeError:  # a dict resized under us: keep the last value
+                pass
+        snapshot["gauges"] = gauges
+        temporary = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(json.dumps(snapshot, sort_keys=True), encoding="utf-8")
+            os.replace(temporary, self._path)
+        except OSError:
+            # Figures are advisory; a full disk must not take the operator down with it.
+            pass
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.write()
+
+    def close(self) -> None:
+        """Stop the writer thread after a last write."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.write()
+
+
+def read_statuses(directory: str | Path) -> list[dict[str, Any]]:
+    """Every stage file in ``directory`` (files being replaced or unreadable are skipped)."""
+    statuses = []
+    path = Path(directory)
+    if not path.is_dir():
+        return statuses
+    for entry in sorted(path.glob("*.json")):
+        try:
+            statuses.append(json.loads(entry.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return statuses
+
+
+@dataclass
+class CrawlFigures:
+    """Counters summed over subtasks, per stage (``stage.counter``), and gauges summed too."""
+
+    counters: dict[str, int] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
+    newest: float = 0.0
+
+    @classmethod
+    def from_statuses(cls, statuses: Iterable[Mapping[str, Any]]) -> CrawlFigures:
+        figures = cls()
+        for status in statuses:
+            stage = status.get("stage", "?")
+            figures.newest = max(figures.newest, float(status.get("time", 0.0)))
+            for name, value in status.get("counters", {}).items():
+                key = f"{stage}.{name}"
+                figures.counters[key] = figures.counters.get(key, 0) + int(value)
+            for name, value in status.get("gauges", {}).items():
+                key = f"{stage}.{name}"
+                figures.gauges[key] = figures.gauges.get(key, 0) + float(value)
+        return figures
+
+    def counter(self, key: str) -> int:
+        return self.counters.get(key, 0)
+
+    def gauge(self, key: str) -> float:
+        return self.gauges.get(key, 0.0)
+
+    def with_prefix(self, prefix: str) -> dict[str, int]:
+        """Counters whose key starts with ``prefix``, with the prefix removed."""
+        return {k[len(prefix) :]: v for k, v in self.counters.items() if k.startswith(prefix)}
+
+    @property
+    def pages(self) -> int:
+        """Page fetch outcomes processed (robots.txt requests and robots denials excluded)."""
+        return sum(
+            v for k, v in self.with_prefix("process.pages.").items() if k != "ROBOTS_DENIED"
+        )
+
+    @property
+    def fingerprint(self) -> tuple[tuple[str, int], ...]:
+        """Changes whenever any counter moves."""
+        return tuple(sorted(self.counters.items()))
+
+
+class QuietTracker:
+    """How long the crawl has been quiet: nothing in flight and no counter moving.
+
+    A bounded crawl ends only after a quiet spell: when idle (nothing queued either) for
+    ``crawl.idle_seconds``, or when the page budget is used up for a few seconds, so that the
+    loop has carried the last outcomes round and no new loop file appears while the job stops.
+    """
+
+    def __init__(self) -> None:
+        self._fingerprint: tuple[tuple[str, int], ...] | None = None
+        self._quiet_since = 0.0
+
+    def quiet_for(self, figures: CrawlFigures, now: float) -> float:
+        """Seconds the crawl has been quiet as of ``now`` (0 when something moves)."""
+        fingerprint = figures.fingerprint
+        if (
+            figures.gauge("fetch.in_flight") > 0
+            or fingerprint != self._fingerprint
+            or not figures.counters
+        ):
+            self._fingerprint = fingerprint
+            self._quiet_since = now
+            return 0.0
+        return now - self._quiet_since
+
+
+def is_idle(figures: CrawlFigures, quiet_seconds: float, idle_seconds: float) -> bool:
+    """Idle: nothing queued, and quiet for ``idle_seconds`` (0 means never idle)."""
+    return (
+        idle_seconds > 0
+        and figures.gauge("fetch.queued") == 0
+        and quiet_seconds >= idle_seconds
+    )

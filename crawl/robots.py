@@ -1,0 +1,116 @@
+"""robots.txt policy (RFC 9309) over Protego: what a fetch of robots.txt means for a host.
+
+A :class:`RobotsRecord` is what the crawl keeps per host (in keyed state): the HTTP status of
+the last robots.txt fetch, its text when it succeeded, and until when it may be trusted.
+:class:`RobotsPolicy` interprets a record for our product token:
+
+- 2xx: the text is parsed with Protego and the group matching our token (else ``*``) applies;
+  only the first ``max_bytes`` are parsed; text that is not robots.txt allows everything, as
+  RFC 9309 says of unparseable lines.
+- 4xx: no robots.txt, everything allowed.
+- 5xx, timeout, unreachable: everything disallowed until robots.txt is fetched again after
+  ``unavailable_retry_seconds`` (never treat a failure as allow).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from protego import Protego
+
+from crawl.config import RobotsSection
+
+__all__ = ["RobotsPolicy", "RobotsRecord", "record_from_fetch", "robots_url"]
+
+
+def robots_url(host: str, scheme: str = "http") -> str:
+    """The robots.txt URL of a host (``host`` may carry a non-default port)."""
+    return f"{scheme}://{host}/robots.txt"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RobotsRecord:
+    """The outcome of a host's last robots.txt fetch, as kept in state.
+
+    ``http_status`` is 0 when no response was received (then ``reason`` says why).
+    """
+
+    http_status: int
+    body: str
+    fetched_ms: int
+    expires_ms: int
+    reason: str = ""
+
+    @property
+    def available(self) -> bool:
+        """False when robots.txt could not be had (5xx or no response): disallow all."""
+        return 0 < self.http_status < 500
+
+    def expired(self, now_ms: int) -> bool:
+        """Whether robots.txt must be fetched again before the next request to the host."""
+        return now_ms >= self.expires_ms
+
+
+def record_from_fetch(
+    http_status: int, body: bytes, reason: str, now_ms: int, config: RobotsSection
+) -> RobotsRecord:
+    """Build the record kept for a host from a robots.txt fetch (redirects already followed)."""
+    if 200 <= http_status < 300:
+        text = body[: config.max_bytes].decode("utf-8-sig", errors="replace")
+        return RobotsRecord(http_status, text, now_ms, now_ms + int(config.ttl_seconds * 1000))
+    if 0 < http_status < 500:
+        # 3xx left after following redirects counts as unavailable-but-not-failed: RFC 9309
+        # says to follow up to five redirects, then treat it as 4xx (allow all).
+        return RobotsRecord(http_status, "", now_ms, now_ms + int(config.ttl_seconds * 1000))
+    retry = now_ms + int(config.unavailable_retry_seconds * 1000)
+    return RobotsRecord(http_status, "", now_ms, retry, reason or f"http:{http_status}")
+
+
+class RobotsPolicy:
+    """Answers 'may our token fetch this URL?' and 'how long must we wait?' for one host."""
+
+    __slots__ = ("_crawl_delay", "_parser", "_record", "_token")
+
+    def __init__(self, record: RobotsRecord, token: str, max_crawl_delay_seconds: float) -> None:
+        self._record = record
+        self._token = token.lower()
+        self._parser: Protego | None = None
+        self._crawl_delay = 0.0
+        if 200 <= record.http_status < 300 and record.body.strip():
+            try:
+                self._parser = Protego.parse(record.body)
+                delay = self._parser.crawl_delay(self._token)
+            except Exception:  # noqa: BLE001 - a robots.txt Protego chokes on allows all
+                self._parser = None
+                delay = None
+            if delay is not None and delay > 0:
+                self._crawl_delay = min(float(delay), max_crawl_delay_seconds)
+
+    @property
+    def record(self) -> RobotsRecord:
+        """The record this policy interprets."""
+        return self._record
+
+    @property
+    def crawl_delay_seconds(self) -> float:
+        """Crawl-delay for our group (capped by configuration), 0 when none."""
+        return self._crawl_delay
+
+    def verdict(self, url: str) -> tuple[bool, str]:
+        """(allowed, reason) for ``url``; reason is empty when allowed."""
+        if not self._record.available:
+            return False, f"robots:unavailable:{self._record.reason or self._record.http_status}"
+        if self._parser is None:
+            return True, ""
+        try:
+            allowed = self._parser.can_fetch(url, self._token)
+        except Exception:  # noqa: BLE001 - pattern matching must not stop the crawl
+            return True, ""
+        if allowed:
+            return True, ""
+        return False, "robots:disallow"
+
+    def allows_path(self, path: str) -> bool:
+        """Convenience for tests: is ``path`` (with query) allowed on this host?"""
+        return self.verdict(f"http://robots.invalid{path}")[0]
+

@@ -1,0 +1,232 @@
+"""What the fetch stage does when a host wakes up: the frontier's decisions, without Flink.
+
+The fetch operator is keyed by host and wakes each host with a processing-time timer (Flink's
+timer service is Mercator's back-queue heap). At each wake-up :meth:`HostScheduler.wake` looks
+at the host's state and its fetch in flight, and decides:
+
+1. a finished fetch is collected (its result emitted, the lease released, the next allowed
+   start computed from the politeness rule);
+2. a lease without a fetch in flight is a fetch lost in a failure: its URL goes back to the
+   front of the queue (this is the at-least-once window of the design);
+3. before the next allowed start (counted from the end of the previous response, see
+   :mod:`crawl.politeness`), nothing happens but a new wake-up at that time;
+4. robots.txt is fetched first whenever the host has none or it has expired;
+5. otherwise URLs are taken from the queue: those robots.txt disallows are recorded as
+   ROBOTS_DENIED without any request, the first allowed one is fetched (if the page budget
+   grants a token).
+
+At most one fetch per host is ever in flight: a new one starts only when there is no lease.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+from collections import OrderedDict
+
+from crawl.budget import PageBudget
+from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
+from crawl.frontier import HostQueue
+from crawl.model import FetchResult
+from crawl.politeness import next_allowed_start_ms, poll_delay_ms
+from crawl.robots import RobotsPolicy, RobotsRecord, record_from_fetch, robots_url
+from crawl.status import Status
+
+__all__ = ["FetchOrder", "HostScheduler", "HostState", "LEASE_PAGE", "LEASE_ROBOTS", "Wake"]
+
+LEASE_PAGE = "page"
+LEASE_ROBOTS = "robots"
+
+#: At most this many robots denials are recorded in one wake-up, then the host yields.
+_MAX_DENIALS_PER_WAKE = 200
+#: When the budget is used up, look again this much later (a resumed crawl may have more).
+_BUDGET_RETRY_MS = 60_000
+
+
+@dataclasses.dataclass(slots=True)
+class HostState:
+    """A host's frontier state, as loaded from (and saved back to) keyed state."""
+
+    queue: HostQueue
+    robots: RobotsRecord | None = None
+    next_allowed_ms: int = 0
+    last_duration_ms: int = 0
+    lease_kind: str = ""
+    lease_payload: str = ""
+    lease_started_ms: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FetchOrder:
+    """A request to start: the URL, the lease kind, and the crawl log's hop path and via."""
+
+    url: str
+    kind: str
+    hops: str
+    via: str
+
+
+@dataclasses.dataclass(slots=True)
+class Wake:
+    """The outcome of a wake-up: results to emit, a fetch to start, when to wake up next."""
+
+    results: list[FetchResult] = dataclasses.field(default_factory=list)
+    start: FetchOrder | None = None
+    wake_at_ms: int | None = None
+    budget_exhausted: bool = False
+
+
+class HostScheduler:
+    """The frontier's per-host decisions (one instance per fetch subtask)."""
+
+    def __init__(
+        self,
+        politeness: PolitenessSection,
+        robots: RobotsSection,
+        user_agent: UserAgentSection,
+        budget: PageBudget,
+        policy_cache_size: int = 4096,
+    ) -> None:
+        self._politeness = politeness
+        self._robots = robots
+        self._token = user_agent.product
+        self._budget = budget
+        self._policies: OrderedDict[str, RobotsPolicy] = OrderedDict()
+        self._policy_cache_size = policy_cache_size
+
+    def policy(self, host: str, record: RobotsRecord) -> RobotsPolicy:
+        """The parsed robots policy of ``host`` (parsed once per robots.txt fetch, LRU)."""
+        policy = self._policies.get(host)
+        if policy is not None and (
+            policy.record.fetched_ms == record.fetched_ms
+            and policy.record.http_status == record.http_status
+        ):
+            self._policies.move_to_end(host)
+            return policy
+        policy = RobotsPolicy(record, self._token, self._politeness.max_crawl_delay_seconds)
+        self._policies[host] = policy
+        if len(self._policies) > self._policy_cache_size:
+            self._policies.popitem(last=False)
+        return policy
+
+    def wake(
+        self,
+        host: str,
+        state: HostState,
+        in_flight: concurrent.futures.Future[FetchResult] | None,
+        now_ms: int,
+    ) -> Wake:
+        """Decide what ``host`` does now; ``state`` is updated in place (caller saves it)."""
+        wake = Wake()
+        if in_flight is not None:
+            if not in_flight.done():
+                elapsed = now_ms - state.lease_started_ms
+                wake.wake_at_ms = now_ms + poll_delay_ms(elapsed, state.last_duration_ms)
+                return wake
+            self._collect(host, state, in_flight, now_ms, wake)
+        elif state.lease_kind:
+            # The fetch under this lease was lost with a failed process: fetch it again.
+            if state.lease_kind == LEASE_PAGE:
+                state.queue.push_front(state.lease_payload)
+            self._release(state)
+
+        if now_ms < state.next_allowed_ms:
+            if len(state.queue):
+                wake.wake_at_ms = state.next_allowed_ms
+            return wake
+        if not len(state.queue):
+            return wake
+        if state.robots is None or state.robots.expired(now_ms):
+            url = robots_url(host)
+            self._lease(state, LEASE_ROBOTS, url, now_ms)
+            wake.start = FetchOrder(url, LEASE_ROBOTS, "P", "")
+            wake.wake_at_ms = now_ms + max(5, state.last_duration_ms)
+            return wake
+
+        policy = self.policy(host, state.robots)
+        denials = 0
+        while True:
+            payload = state.queue.pop()
+            if payload is None:
+                return wake
+            url, hops, via = json.loads(payload)
+            allowed, reason = policy.verdict(url)
+            if not allowed:
+                wake.results.append(
+                    FetchResult(
+                        url=url,
+                        status=Status.ROBOTS_DENIED,
+                        reason=reason,
+                        hops=hops,
+                        via=via,
+                        started_ms=now_ms,
+                    )
+                )
+                denials += 1
+                if denials >= _MAX_DENIALS_PER_WAKE:
+                    wake.wake_at_ms = now_ms
+                    return wake
+                continue
+            if not self._budget.claim():
+                state.queue.push_front(payload)
+                wake.budget_exhausted = True
+                wake.wake_at_ms = now_ms + _BUDGET_RETRY_MS
+                return wake
+            self._lease(state, LEASE_PAGE, payload, now_ms)
+            wake.start = FetchOrder(url, LEASE_PAGE, hops, via)
+            wake.wake_at_ms = now_ms + max(5, state.last_duration_ms)
+            return wake
+
+    def _collect(
+        self,
+        host: str,
+        state: HostState,
+        future: concurrent.futures.Future[FetchResult],
+        now_ms: int,
+        wake: Wake,
+    ) -> None:
+        try:
+            result = future.result()
+        except Exception as error:  # noqa: BLE001 - the client should not raise; never fatal
+            result = FetchResult(
+                url=robots_url(host) if state.lease_kind == LEASE_ROBOTS else "",
+                status=Status.FETCH_ERROR,
+                reason=f"fetch:internal:{type(error).__name__}",
+                started_ms=state.lease_started_ms,
+                duration_ms=now_ms - state.lease_started_ms,
+            )
+            if state.lease_kind == LEASE_PAGE:
+                url, hops, via = json.loads(state.lease_payload)
+                result.url, result.hops, result.via = url, hops, via
+        crawl_delay = 0.0
+        if state.lease_kind == LEASE_ROBOTS:
+            state.robots = record_from_fetch(
+                result.http_status, result.body, result.reason, now_ms, self._robots
+            )
+            result.hops = "P"
+            crawl_delay = self.policy(host, state.robots).crawl_delay_seconds
+        elif state.robots is not None:
+            crawl_delay = self.policy(host, state.robots).crawl_delay_seconds
+        started = result.started_ms or state.lease_started_ms
+        state.last_duration_ms = max(0, result.duration_ms)
+        state.next_allowed_ms = next_allowed_start_ms(
+            started + state.last_duration_ms,
+            state.last_duration_ms,
+            crawl_delay,
+            self._politeness,
+        )
+        wake.results.append(result)
+        self._release(state)
+
+    @staticmethod
+    def _lease(state: HostState, kind: str, payload: str, now_ms: int) -> None:
+        state.lease_kind = kind
+        state.lease_payload = payload
+        state.lease_started_ms = now_ms
+
+    @staticmethod
+    def _release(state: HostState) -> None:
+        state.lease_kind = ""
+        state.lease_payload = ""
+        state.lease_started_ms = 0

@@ -1,0 +1,124 @@
+"""The end-of-crawl summary, computed from the crawl logs (the record of what happened).
+
+Pages are counted by status (robots.txt fetches apart), with bytes, distinct hosts, robots
+denials and the fetch rate over the crawl's fetching window (first to last fetch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from crawl.crawl_log import parse_line
+from crawl.urls import host_of
+
+__all__ = ["CrawlSummary", "summarise_crawl_logs"]
+
+
+@dataclasses.dataclass
+class CrawlSummary:
+    """What a crawl did."""
+
+    pages_by_status: Counter[str] = dataclasses.field(default_factory=Counter)
+    reasons: Counter[str] = dataclasses.field(default_factory=Counter)
+    robots_fetches: int = 0
+    bytes: int = 0
+    hosts: int = 0
+    first_fetch_ms: int = 0
+    last_fetch_ms: int = 0
+    bad_log_lines: int = 0
+    urls_known: int = 0
+    elapsed_seconds: float = 0.0
+    stop_reason: str = ""
+    savepoint: str = ""
+    warc_files: list[str] = dataclasses.field(default_factory=list)
+    crawl_logs: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def pages(self) -> int:
+        """Page fetches (every status but robots denials)."""
+        return sum(n for status, n in self.pages_by_status.items() if status != "ROBOTS_DENIED")
+
+    @property
+    def robots_denials(self) -> int:
+        return self.pages_by_status.get("ROBOTS_DENIED", 0)
+
+    @property
+    def pages_per_second(self) -> float:
+        """Pages over the fetching window (first to last fetch)."""
+        window = (self.last_fetch_ms - self.first_fetch_ms) / 1000.0
+        return self.pages / window if window > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        data["pages_by_status"] = dict(self.pages_by_status)
+        data["reasons"] = dict(self.reasons)
+        data["pages"] = self.pages
+        data["robots_denials"] = self.robots_denials
+        data["pages_per_second"] = round(self.pages_per_second, 2)
+        return data
+
+    def render(self) -> str:
+        """The summary as printed at the end of a crawl."""
+        lines = [
+            "",
+            f"crawl finished ({self.stop_reason or 'stopped'}) after {self.elapsed_seconds:.1f} s",
+            f"  pages fetched   {self.pages}  ({self.pages_per_second:.1f} pages/s "
+            "over the fetching window)",
+        ]
+        for status, count in sorted(self.pages_by_status.items()):
+            lines.append(f"    {status:<15} {count}")
+        lines += [
+            f"  robots denials  {self.robots_denials}",
+            f"  robots.txt      {self.robots_fetches} fetches",
+            f"  bytes           {self.bytes}",
+            f"  hosts           {self.hosts}",
+            f"  URLs known      {self.urls_known}",
+            f"  WARC files      {len(self.warc_files)} in "
+            f"{Path(self.warc_files[0]).parent if self.warc_files else '-'}",
+            f"  crawl log       {', '.join(self.crawl_logs) or '-'}",
+        ]
+        if self.savepoint:
+            lines.append(f"  savepoint       {self.savepoint}")
+        return "\n".join(lines)
+
+
+def summarise_crawl_logs(paths: Iterable[str | Path]) -> CrawlSummary:
+    """Read crawl logs and count what they record."""
+    summary = CrawlSummary()
+    hosts: set[str] = set()
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                try:
+                    entry = parse_line(line)
+                except ValueError:
+                    summary.bad_log_lines += 1
+                    continue
+                status = entry["status"].value
+                size = entry.get("size") or 0
+                if entry.get("hops", "").endswith("P"):
+                    summary.robots_fetches += 1
+                    summary.bytes += size
+                    continue
+                summary.pages_by_status[status] += 1
+                if entry.get("reason"):
+                    summary.reasons[entry["reason"]] += 1
+                if status == "ROBOTS_DENIED":
+                    continue
+                summary.bytes += size
+                timestamp = entry["timestamp_ms"]
+                if not summary.first_fetch_ms or timestamp < summary.first_fetch_ms:
+                    summary.first_fetch_ms = timestamp
+                summary.last_fetch_ms = max(summary.last_fetch_ms, timestamp)
+                try:
+                    hosts.add(host_of(entry["url"]))
+                except ValueError:
+                    pass
+    summary.hosts = len(hosts)
+    return summary

@@ -1,0 +1,161 @@
+"""The command line: ``crawl`` your seeds, or run the ``demo`` on the built-in synthetic web.
+
+Options map onto keys of the configuration file (``conf/crawler.yaml``); ``--set
+section.key=value`` reaches any key. Configuration errors name their key and exit with status 2;
+a failed crawl exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from crawl.config import ConfigError, load_config, parse_override
+
+__all__ = ["main"]
+
+# Command-line option -> configuration key.
+_OPTION_KEYS = {
+    "out": "crawl.output_dir",
+    "max_pages": "crawl.max_pages",
+    "idle_seconds": "crawl.idle_seconds",
+    "parallelism": "crawl.parallelism",
+    "delay": "politeness.delay_seconds",
+    "proxy": "fetch.proxy",
+    "timeout": "fetch.total_timeout_seconds",
+    "max_page_bytes": "fetch.max_content_bytes",
+    "contact_url": "user_agent.contact_url",
+}
+
+
+def _add_crawl_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="configuration file (conf/crawler.yaml)")
+    parser.add_argument("--out", help="output directory (crawl.output_dir)")
+    parser.add_argument("--max-pages", type=int, help="page budget (crawl.max_pages; 0: none)")
+    parser.add_argument(
+        "--idle-seconds", type=float, help="stop after this long idle (crawl.idle_seconds)"
+    )
+    parser.add_argument("--parallelism", type=int, help="Flink parallelism (crawl.parallelism)")
+    parser.add_argument(
+        "--delay", type=float, help="seconds between requests to a host (politeness.delay_seconds)"
+    )
+    parser.add_argument("--proxy", help="HTTP proxy URL for every request (fetch.proxy)")
+    parser.add_argument(
+        "--timeout", type=float, help="whole-request timeout (fetch.total_timeout_seconds)"
+    )
+    parser.add_argument(
+        "--max-page-bytes", type=int, help="truncate bodies here (fetch.max_content_bytes)"
+    )
+    parser.add_argument("--contact-url", help="contact URL in User-Agent (user_agent.contact_url)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="set any configuration key (repeatable)",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace a crawl already in the output directory"
+    )
+    parser.add_argument(
+        "--flink-conf", type=Path, help="Flink settings (default: the project's flink-conf.yaml)"
+    )
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pyflink-crawler",
+        description="A polite web crawler running as an Apache Flink job, writing WARC files.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    crawl = commands.add_parser("crawl", help="crawl from your seed URLs on the local MiniCluster")
+    crawl.add_argument("--seeds", type=Path, help="file of seed URLs, one per line")
+    crawl.add_argument("--seed", action="append", default=[], help="a seed URL (repeatable)")
+    _add_crawl_options(crawl)
+
+    demo = commands.add_parser("demo", help="crawl the built-in synthetic web (no network needed)")
+    demo.add_argument("--hosts", type=int, default=30, help="hosts in the synthetic web")
+    demo.add_argument("--web-seed", type=int, default=1, help="random seed of the synthetic web")
+    _add_crawl_options(demo)
+    return parser
+
+
+def _overrides(args: argparse.Namespace, defaults: dict[str, Any]) -> dict[str, Any]:
+    overrides = dict(defaults)
+    for option, key in _OPTION_KEYS.items():
+        value = getattr(args, option, None)
+        if value is not None:
+            overrides[key] = value
+    for item in args.set:
+        key, value = parse_override(item)
+        overrides[key] = value
+    return overrides
+
+
+def _read_seeds(args: argparse.Namespace, seeds_key: str) -> list[str]:
+    seeds = list(args.seed)
+    path = args.seeds or (Path(seeds_key) if seeds_key else None)
+    if path is not None:
+        try:
+            seeds += path.read_text(encoding="utf-8").splitlines()
+        except OSError as error:
+            raise ConfigError(f"cannot read seeds file {path}: {error}") from None
+    if not seeds:
+        raise ConfigError("no seeds: give --seeds FILE, --seed URL or crawl.seeds")
+    return seeds
+
+
+def _flink_conf(args: argparse.Namespace) -> Path:
+    from job.launcher import DEFAULT_FLINK_CONF
+
+    path = args.flink_conf or DEFAULT_FLINK_CONF
+    if not path.is_file():
+        raise ConfigError(
+            f"Flink settings not found at {path}: pass --flink-conf (the project's "
+            "flink-conf.yaml is found automatically in a source checkout installed with -e)"
+        )
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``pyflink-crawler`` and ``python -m job``."""
+    args = _build_parser().parse_args(argv)
+    from job.launcher import CrawlError
+
+    try:
+        if args.command == "crawl":
+            config = load_config(args.config, _overrides(args, {}))
+            seeds = _read_seeds(args, config.crawl.seeds)
+            from job.launcher import run_local_crawl
+
+            run_local_crawl(
+                config, seeds, overwrite=args.overwrite, flink_conf=_flink_conf(args)
+            )
+            return 0
+        from job.demo import run_demo
+
+        demo_defaults = {
+            "crawl.output_dir": "crawl-demo",
+            "crawl.idle_seconds": 10,
+            "politeness.delay_seconds": 0.2,
+        }
+        # The demo's own defaults apply unless a configuration file says otherwise.
+        config = load_config(
+            args.config, _overrides(args, demo_defaults if args.config is None else {})
+        )
+        return run_demo(
+            config,
+            hosts=args.hosts,
+            web_seed=args.web_seed,
+            overwrite=True,
+            flink_conf=_flink_conf(args),
+        )
+    except ConfigError as error:
+        print(f"configuration error: {error}", file=sys.stderr)
+        return 2
+    except CrawlError as error:
+        print(f"crawl failed: {error}", file=sys.stderr)
+        return 1

@@ -1,0 +1,343 @@
+"""Runs a crawl on the local MiniCluster: set up, submit, watch, stop, summarise.
+
+The launcher prepares the output directory and the Flink configuration, drops the seeds into
+the loop directory, submits the job and then watches the figures the stages write
+(:mod:`crawl.progress`): it prints progress every few seconds and stops the job with a
+savepoint when the page budget is used up (and nothing is in flight) or when the crawl has
+been idle long enough. Stopping with a savepoint closes every operator, so every WARC file is
+finalised; the savepoint can continue the crawl later. Ctrl-C stops the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from crawl.budget import PageBudget
+from crawl.config import Config
+from crawl.layout import OutputLayout
+from crawl.loop import write_seed_file
+from crawl.progress import CrawlFigures, QuietTracker, is_idle, read_statuses
+from crawl.summary import CrawlSummary, summarise_crawl_logs
+from crawl.warc_writer import recover_open_files
+
+__all__ = ["CrawlError", "flink_configuration", "run_local_crawl"]
+
+JOB_NAME = "pyflink-crawler"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_FLINK_CONF = PROJECT_ROOT / "flink-conf.yaml"
+#: The loop needs a few checkpoint intervals to go round; idle_seconds must exceed this.
+MIN_IDLE_SECONDS = 5.0
+#: After the budget is used up, stop once the crawl has been quiet this long (the last
+#: outcomes have gone round the loop).
+BUDGET_QUIET_SECONDS = 3.0
+STOP_ATTEMPTS = 3
+_POLL_SECONDS = 0.5
+
+
+class CrawlError(RuntimeError):
+    """The crawl could not start or the Flink job failed; the message says why."""
+
+
+def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, name + "."))
+        elif isinstance(value, bool):
+            flat[name] = "true" if value else "false"
+        else:
+            flat[name] = str(value)
+    return flat
+
+
+def flink_configuration(
+    config: Config, layout: OutputLayout, flink_conf: Path = DEFAULT_FLINK_CONF
+) -> dict[str, str]:
+    """The Flink settings of a local run: ``flink_conf`` plus what this run decides."""
+    try:
+        loaded = yaml.safe_load(flink_conf.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise CrawlError(f"cannot read Flink configuration {flink_conf}: {error}") from None
+    settings = _flatten(loaded)
+    settings.update(
+        {
+            "execution.checkpointing.dir": layout.checkpoints.as_uri(),
+            "execution.checkpointing.savepoint-dir": layout.savepoints.as_uri(),
+            "python.executable": sys.executable,
+            "python.client.executable": sys.executable,
+            "parallelism.default": str(config.crawl.parallelism),
+            "pipeline.max-parallelism": str(config.crawl.vnodes),
+            "pipeline.name": JOB_NAME,
+        }
+    )
+    return settings
+
+
+def _write_flink_conf_dir(settings: dict[str, str], layout: OutputLayout) -> None:
+    """A Flink configuration directory for the local JVM (config.yaml and log4j files)."""
+    import pyflink
+
+    pyflink_conf = Path(pyflink.__file__).parent / "conf"
+    layout.flink_conf.mkdir(parents=True, exist_ok=True)
+    for name in ("log4j.properties", "log4j-console.properties", "log4j-cli.properties"):
+        source = pyflink_conf / name
+        if source.exists():
+            shutil.copy(source, layout.flink_conf / name)
+    (layout.flink_conf / "config.yaml").write_text(
+        yaml.safe_dump(settings, default_flow_style=False, sort_keys=True), encoding="utf-8"
+    )
+
+
+def _rest_address(layout: OutputLayout) -> str:
+    for log_file in sorted(layout.flink_logs.glob("*.log")):
+        try:
+            text = log_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        matches = re.findall(r"Rest endpoint listening at (\S+)", text)
+        if matches:
+            return "http://" + matches[-1]
+    return ""
+
+
+def _progress_line(elapsed: float, figures: CrawlFigures, rate: float) -> str:
+    return (
+        f"[{elapsed:7.1f}s] pages {figures.pages:>7} ({rate:6.1f}/s)  "
+        f"queued {int(figures.gauge('fetch.queued')):>7}  "
+        f"in flight {int(figures.gauge('fetch.in_flight')):>4}  "
+        f"hosts active {int(figures.gauge('fetch.hosts_active')):>5}  "
+        f"known {int(figures.gauge('crawldb.known')):>8}"
+    )
+
+
+@dataclasses.dataclass
+class _Watch:
+    """What the launcher tracks while the job runs."""
+
+    started: float
+    last_print: float = 0.0
+    last_pages: int = 0
+    last_pages_time: float = 0.0
+    rate: float = 0.0
+
+
+def _stop_reason(
+    figures: CrawlFigures,
+    budget: PageBudget,
+    max_pages: int,
+    quiet_seconds: float,
+    idle_seconds: float,
+) -> str | None:
+    if budget.limited and quiet_seconds >= BUDGET_QUIET_SECONDS and budget.claimed() >= max_pages:
+        return "page budget reached"
+    if is_idle(figures, quiet_seconds, idle_seconds):
+        return "idle"
+    return None
+
+
+def _stop_with_savepoint(client: Any, layout: OutputLayout, out: TextIO) -> str:
+    """Stop the job with a savepoint (draining it, so every operator is closed).
+
+    Flink can fail the stop when the continuous loop source discovers a file while its readers
+    are finishing ("An OperatorEvent ... was lost"); the job then restarts from the savepoint
+    it has just taken, and stopping again succeeds.
+    """
+    from pyflink.common.completable_future import CompletableFuture
+    from pyflink.java_gateway import get_gateway
+
+    format_type = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
+    for attempt in range(1, STOP_ATTEMPTS + 1):
+        future = CompletableFuture(
+            client._j_job_client.stopWithSavepoint(True, layout.savepoints.as_uri(), format_type),
+            str,
+        )
+        try:
+            return str(future.result())
+        except Exception as error:  # noqa: BLE001 - retried, then reported
+            if attempt == STOP_ATTEMPTS:
+                raise CrawlError(f"could not stop the job with a savepoint: {error}") from error
+            print(f"stopping failed ({_first_line(error)}); retrying", file=out, flush=True)
+            _wait_until_running(client)
+    raise AssertionError("unreachable")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error)
+    causes = re.findall(r"(?:Exception|Error): ([^\n]+)", text)
+    return (causes[-1] if causes else text.splitlines()[0] if text else type(error).__name__)[:300]
+
+
+def _wait_until_running(client: Any, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = _job_state(client)
+        if state == "RUNNING":
+            time.sleep(2.0)  # let the restarted tasks open before stopping them again
+            return
+        if state in ("FAILED", "CANCELED", "FINISHED"):
+            _raise_job_failure(client, state)
+            return
+        time.sleep(_POLL_SECONDS)
+    raise CrawlError("the job did not come back after a failed stop")
+
+
+def run_local_crawl(
+    config: Config,
+    seeds: Iterable[str],
+    *,
+    overwrite: bool = False,
+    out: TextIO = sys.stdout,
+    flink_conf: Path = DEFAULT_FLINK_CONF,
+    on_started: Callable[[], None] | None = None,
+) -> CrawlSummary:
+    """Crawl from ``seeds`` on the local MiniCluster until the budget or idleness stops it."""
+    layout = OutputLayout(Path(config.crawl.output_dir))
+    config = dataclasses.replace(
+        config, crawl=dataclasses.replace(config.crawl, output_dir=str(layout.root))
+    )
+    if 0 < config.crawl.idle_seconds < MIN_IDLE_SECONDS:
+        raise CrawlError(
+            f"crawl.idle_seconds: must be 0 or at least {MIN_IDLE_SECONDS} "
+            f"(the loop needs a few checkpoints to go round), got {config.crawl.idle_seconds}"
+        )
+    if layout.holds_crawl():
+        if not overwrite:
+            raise CrawlError(
+                f"{layout.root} already holds a crawl; choose another --out or pass --overwrite"
+            )
+        for path in (layout.root,):
+            shutil.rmtree(path)
+    layout.make()
+    accepted, rejected = write_seed_file(layout.loop, seeds, config.crawl.vnodes)
+    for seed, reason in rejected:
+        print(f"seed rejected ({reason}): {seed}", file=out)
+    if not accepted:
+        raise CrawlError("no valid seed URL to start from")
+
+    settings = flink_configuration(config, layout, flink_conf)
+    _write_flink_conf_dir(settings, layout)
+    os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)
+    os.environ["FLINK_LOG_DIR"] = str(layout.flink_logs)
+
+    from pyflink.common import Configuration
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    from job.topology import build_topology
+
+    configuration = Configuration()
+    for key, value in settings.items():
+        configuration.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env.set_parallelism(config.crawl.parallelism)
+    env.set_max_parallelism(config.crawl.vnodes)
+    build_topology(env, config, layout)
+
+    print(f"crawling {accepted} seed(s) into {layout.root}", file=out)
+    started = time.time()
+    client = env.execute_async(JOB_NAME)
+    rest = _rest_address(layout)
+    print(f"Flink job {client.get_job_id()} submitted" + (f"; REST API at {rest}" if rest else ""),
+          file=out, flush=True)
+    if on_started is not None:
+        on_started()
+
+    budget = PageBudget(layout.budget, config.crawl.max_pages)
+    quiet = QuietTracker()
+    watch = _Watch(started=time.monotonic())
+    reason = ""
+    savepoint = ""
+    try:
+        while True:
+            time.sleep(_POLL_SECONDS)
+            state = _job_state(client)
+            if state in ("FAILED", "CANCELED", "FINISHED"):
+                _raise_job_failure(client, state)
+                reason = f"job {state.lower()}"
+                break
+            now = time.monotonic()
+            figures = CrawlFigures.from_statuses(read_statuses(layout.status))
+            _maybe_print_progress(figures, watch, now, config.crawl.progress_seconds, out)
+            stop = _stop_reason(
+                figures,
+                budget,
+                config.crawl.max_pages,
+                quiet.quiet_for(figures, now),
+                config.crawl.idle_seconds,
+            )
+            if stop:
+                reason = stop
+                print(f"stopping: {reason}", file=out, flush=True)
+                savepoint = _stop_with_savepoint(client, layout, out)
+                break
+    except KeyboardInterrupt:
+        reason = "interrupted"
+        print("\ninterrupted: stopping with a savepoint ...", file=out, flush=True)
+        savepoint = _stop_with_savepoint(client, layout, out)
+    _wait_for_end(client)
+    finished = time.time()
+    for recovered in recover_open_files(layout.warc, config.warc.prefix):
+        print(f"finalised a WARC file left open: {recovered.final_path}", file=out)
+
+    figures = CrawlFigures.from_statuses(read_statuses(layout.status))
+    summary = summarise_crawl_logs(layout.logs.glob("crawl-*.log"))
+    summary.stop_reason = reason
+    summary.savepoint = savepoint
+    summary.elapsed_seconds = finished - started
+    summary.urls_known = int(figures.gauge("crawldb.known"))
+    summary.warc_files = sorted(str(p) for p in layout.warc.glob("*.warc.gz"))
+    summary.crawl_logs = sorted(str(p) for p in layout.logs.glob("crawl-*.log"))
+    layout.summary.write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")
+    print(summary.render(), file=out, flush=True)
+    return summary
+
+
+def _job_state(client: Any) -> str:
+    try:
+        return str(client.get_job_status().result()).rsplit(".", 1)[-1]
+    except Exception:  # noqa: BLE001 - the MiniCluster is gone once the job has ended
+        return "FINISHED"
+
+
+def _raise_job_failure(client: Any, state: str) -> None:
+    if state != "FAILED":
+        return
+    try:
+        client.get_job_execution_result().result()
+    except Exception as error:  # noqa: BLE001 - report the cause, whatever it is
+        raise CrawlError(f"the Flink job failed: {error}") from error
+    raise CrawlError("the Flink job failed")
+
+
+def _wait_for_end(client: Any) -> None:
+    try:
+        client.get_job_execution_result().result()
+    except Exception as error:  # noqa: BLE001
+        message = str(error)
+        if "stop" not in message.lower() and "savepoint" not in message.lower():
+            raise CrawlError(f"the Flink job ended with an error: {message[:2000]}") from error
+
+
+def _maybe_print_progress(
+    figures: CrawlFigures, watch: _Watch, now: float, every: float, out: TextIO
+) -> None:
+    if now - watch.last_print < every:
+        return
+    pages = figures.pages
+    if watch.last_pages_time:
+        span = now - watch.last_pages_time
+        watch.rate = (pages - watch.last_pages) / span if span > 0 else 0.0
+    watch.last_pages, watch.last_pages_time = pages, now
+    watch.last_print = now
+    print(_progress_line(now - watch.started, figures, watch.rate), file=out, flush=True)

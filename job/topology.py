@@ -1,0 +1,90 @@
+"""The crawl job's topology: one function from the loop source to the loop sink.
+
+::
+
+    loop dir (seed files + discovered URLs) -> decode -> key_by(vnode) crawl DB
+        -> key_by(host) fetch (frontier, robots, politeness, HTTP)
+        -> process (WARC, crawl log, links) -> loop sink (files back into the loop dir)
+
+Every stage has a name and a stable uid (savepoints map state to operators by uid). URLs are
+normalised where they are born (seed injection, link extraction), so the loop only carries
+canonical URLs grouped by vnode.
+"""
+
+from __future__ import annotations
+
+from pyflink.common import Duration, Encoder, Types, WatermarkStrategy
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.connectors.file_system import (
+    BucketAssigner,
+    FileSink,
+    FileSource,
+    OutputFileConfig,
+    RollingPolicy,
+    StreamFormat,
+)
+
+from crawl.config import Config
+from crawl.layout import OutputLayout
+from operators.crawl_db import CrawlDbFunction
+from operators.decode import DecodeFunction
+from operators.fetch import FetchFunction
+from operators.process import ProcessFunction
+
+__all__ = ["LOOP_POLL_MS", "build_topology"]
+
+#: How often the loop source looks for new committed files.
+LOOP_POLL_MS = 500
+
+
+def build_topology(env: StreamExecutionEnvironment, config: Config, layout: OutputLayout) -> None:
+    """Add the crawl's operators to ``env`` (``layout.root`` must be absolute)."""
+    output = str(layout.root)
+    loop_dir = str(layout.loop)
+
+    loop_source = (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), loop_dir)
+        .monitor_continuously(Duration.of_millis(LOOP_POLL_MS))
+        .build()
+    )
+    lines = env.from_source(loop_source, WatermarkStrategy.no_watermarks(), "loop-source").uid(
+        "loop-source"
+    )
+
+    records = (
+        lines.flat_map(
+            DecodeFunction(output, config.crawl.vnodes),
+            output_type=Types.TUPLE([Types.INT(), Types.STRING()]),
+        )
+        .name("decode")
+        .uid("decode")
+    )
+
+    fetch_requests = (
+        records.key_by(lambda record: record[0], key_type=Types.INT())
+        .process(CrawlDbFunction(output), output_type=Types.TUPLE([Types.STRING(), Types.STRING()]))
+        .name("crawl-db")
+        .uid("crawl-db")
+    )
+
+    results = (
+        fetch_requests.key_by(lambda request: request[0], key_type=Types.STRING())
+        .process(FetchFunction(config, output), output_type=Types.PICKLED_BYTE_ARRAY())
+        .name("fetch")
+        .uid("fetch")
+    )
+
+    loop_lines = (
+        results.flat_map(ProcessFunction(config, output), output_type=Types.STRING())
+        .name("process")
+        .uid("process")
+    )
+
+    loop_sink = (
+        FileSink.for_row_format(loop_dir, Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .with_output_file_config(OutputFileConfig.builder().with_part_prefix("loop").build())
+        .build()
+    )
+    loop_lines.sink_to(loop_sink).name("loop-sink").uid("loop-sink")

@@ -1,0 +1,5 @@
+"""The Flink functions of the crawl job: thin wrappers over the plain logic in ``crawl/``.
+
+Each module holds one function class; state is declared in ``open()`` with a numbered comment
+on what each piece holds.
+"""

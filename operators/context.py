@@ -1,0 +1,81 @@
+"""Subtask identity and lifecycle helpers for PyFlink functions, in both execution modes.
+
+Two gaps of PyFlink 2.3's thread mode are bridged here:
+
+- ``RuntimeContext.get_index_of_this_subtask()`` and its siblings call Java methods that Flink
+  2.0 moved to ``RuntimeContext.getTaskInfo()``, so they raise ``AttributeError``;
+  :func:`subtask_of` asks the task info directly when that happens.
+- A function's ``close()`` is called only when its input ends (a finished or drained job), not
+  when a task fails or is cancelled, and the interpreter outlives the task. A restarted task
+  would then run beside the threads and connections of the attempt it replaces.
+  :class:`Lifecycle` closes the previous instance of the same stage and subtask when a new one
+  opens in the same process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+
+from pyflink.datastream import RuntimeContext
+
+__all__ = ["Lifecycle", "Subtask", "subtask_of"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Subtask:
+    """Which parallel instance of an operator this is, and which attempt."""
+
+    index: int
+    parallelism: int
+    attempt: int
+
+
+def subtask_of(runtime_context: RuntimeContext) -> Subtask:
+    """The subtask index, parallelism and attempt number of ``runtime_context``."""
+    try:
+        return Subtask(
+            runtime_context.get_index_of_this_subtask(),
+            runtime_context.get_number_of_parallel_subtasks(),
+            runtime_context.get_attempt_number(),
+        )
+    except AttributeError:
+        java_context = runtime_context._runtime_context  # the embedded (thread mode) context
+        info = java_context.getTaskInfo()
+        return Subtask(
+            int(info.getIndexOfThisSubtask()),
+            int(info.getNumberOfParallelSubtasks()),
+            int(info.getAttemptNumber()),
+        )
+
+
+class Lifecycle:
+    """One live instance per (stage, subtask) in this process; a newcomer closes its forerunner.
+
+    Call :meth:`opened` at the end of ``open()`` with the function's own close callable and
+    :meth:`closed` from ``close()``. Close callables must be idempotent.
+    """
+
+    _live: dict[tuple[str, int], Callable[[], None]] = {}
+    _lock = threading.Lock()
+
+    @classmethod
+    def opened(cls, stage: str, subtask: int, close: Callable[[], None]) -> None:
+        with cls._lock:
+            previous = cls._live.get((stage, subtask))
+            cls._live[(stage, subtask)] = close
+        if previous is not None and previous != close:
+            try:
+                previous()
+            except Exception:  # noqa: BLE001 - the old attempt must not stop the new one
+                log.exception("closing the previous %s subtask %d failed", stage, subtask)
+
+    @classmethod
+    def closed(cls, stage: str, subtask: int, close: Callable[[], None]) -> None:
+        with cls._lock:
+            if cls._live.get((stage, subtask)) == close:
+                del cls._live[(stage, subtask)]

@@ -1,0 +1,239 @@
+"""The fetch stage: frontier, politeness, robots and HTTP for the hosts of one subtask.
+
+Keyed by host. Input: ``(host, json list of [url, hops, via])`` batches from the crawl DB.
+Output: :class:`~crawl.model.FetchResult` objects (pages, robots.txt fetches, robots denials).
+
+The per-host decisions are :class:`crawl.scheduler.HostScheduler`'s; this class loads and saves
+state, starts fetches on a background event loop and wakes hosts with timers. No Flink call
+waits for the network: a fetch runs on the loop while Flink goes on, and the host's next
+timer collects it. Hence a checkpoint never waits for a slow server; what was in flight at a
+checkpoint is in its state as a lease and is fetched again after a restore.
+
+State, keyed by host:
+
+1. ``queue``: MapState sequence -> JSON ``[url, hops, via]``, the host's FIFO.
+2. ``host``: a row with the queue bounds, the politeness clock (next allowed start, last
+   response time), the lease of the fetch in flight (kind, payload, start) and the time of
+   the registered wake-up timer.
+3. ``robots``: a row with the last robots.txt fetch (status, text, fetched, expires, reason).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+
+from pyflink.common import Row, Types
+from pyflink.datastream import KeyedProcessFunction, RuntimeContext
+from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
+
+from crawl.budget import PageBudget
+from crawl.config import Config
+from crawl.fetcher import HttpFetcher, IoLoop
+from crawl.frontier import HostQueue
+from crawl.layout import OutputLayout
+from crawl.model import FetchResult
+from crawl.progress import StageStatus
+from crawl.robots import RobotsRecord
+from crawl.scheduler import LEASE_ROBOTS, HostScheduler, HostState
+from operators.context import Lifecycle, subtask_of
+
+__all__ = ["FetchFunction"]
+
+log = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+
+# Rows are read by position: PyFlink's thread mode returns rows without field names.
+_WAKE_MS = 8
+_ROBOTS_FETCHED_MS = 3
+
+HOST_ROW = Types.ROW_NAMED(
+    [
+        "version",
+        "head",
+        "tail",
+        "next_allowed_ms",
+        "last_duration_ms",
+        "lease_kind",
+        "lease_payload",
+        "lease_started_ms",
+        "wake_ms",
+    ],
+    [
+        Types.INT(),
+        Types.LONG(),
+        Types.LONG(),
+        Types.LONG(),
+        Types.LONG(),
+        Types.STRING(),
+        Types.STRING(),
+        Types.LONG(),
+        Types.LONG(),
+    ],
+)
+
+ROBOTS_ROW = Types.ROW_NAMED(
+    ["version", "http_status", "body", "fetched_ms", "expires_ms", "reason"],
+    [Types.INT(), Types.INT(), Types.STRING(), Types.LONG(), Types.LONG(), Types.STRING()],
+)
+
+
+class FetchFunction(KeyedProcessFunction):
+    """Frontier + fetcher keyed by host; emits fetch outcomes (see the module docstring)."""
+
+    def __init__(self, config: Config, output_dir: str) -> None:
+        self._config = config
+        self._output_dir = output_dir
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        subtask = subtask_of(runtime_context)
+        self._subtask = subtask.index
+        self._closed = False
+        Lifecycle.opened("fetch", subtask.index, self._shutdown)
+        self._queue = runtime_context.get_map_state(
+            MapStateDescriptor("queue", Types.LONG(), Types.STRING())
+        )
+        self._host = runtime_context.get_state(ValueStateDescriptor("host", HOST_ROW))
+        self._robots = runtime_context.get_state(ValueStateDescriptor("robots", ROBOTS_ROW))
+        config = self._config
+        layout = OutputLayout(self._output_dir)
+        self._status = StageStatus(
+            layout.status, "fetch", subtask.index, subtask.attempt
+        )
+        self._scheduler = HostScheduler(
+            config.politeness,
+            config.robots,
+            config.user_agent,
+            PageBudget(layout.budget, config.crawl.max_pages),
+        )
+        self._io = IoLoop(f"fetch-io-{subtask.index}")
+        self._fetcher = self._io.run(HttpFetcher.create(config.fetch, config.user_agent))
+        self._in_flight: dict[str, concurrent.futures.Future[FetchResult]] = {}
+        # Queue lengths of the hosts seen by this subtask, for the figures only.
+        self._queued: dict[str, int] = {}
+        self._queued_total = 0
+        self._status.gauge_functions["hosts_active"] = lambda: len(
+            self._queued.keys() | self._in_flight.keys()
+        )
+
+
+    def close(self) -> None:
+        Lifecycle.closed("fetch", self._subtask, self._shutdown)
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._io.run(self._fetcher.aclose(), timeout=10)
+        except Exception:  # noqa: BLE001 - closing must not hide the job's real outcome
+            log.exception("closing the HTTP client failed")
+        self._io.close()
+        self._status.close()
+
+    def process_element(self, value: tuple[str, str], ctx: KeyedProcessFunction.Context):
+        host = value[0]
+        payloads = json.loads(value[1])
+        row = self._host.value()
+        state = self._load(row)
+        for item in payloads:
+            state.queue.push(json.dumps(item, separators=(",", ":")))
+        self._status.count("urls.in", len(payloads))
+        wake_ms = row[_WAKE_MS] if row is not None else 0
+        if not wake_ms:
+            now = ctx.timer_service().current_processing_time()
+            wake_ms = max(now, state.next_allowed_ms)
+            ctx.timer_service().register_processing_time_timer(wake_ms)
+        self._save(host, state, wake_ms)
+        yield from ()
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext):
+        host = ctx.get_current_key()
+        row = self._host.value()
+        if row is None or row[_WAKE_MS] != timestamp:
+            return  # superseded by a later registration
+        state = self._load(row)
+        now = ctx.timer_service().current_processing_time()
+        in_flight = self._in_flight.get(host)
+        wake = self._scheduler.wake(host, state, in_flight, now)
+        if in_flight is not None and in_flight.done():
+            del self._in_flight[host]
+        if wake.start is not None:
+            order = wake.start
+            self._in_flight[host] = self._io.submit(
+                self._fetcher.fetch(
+                    order.url,
+                    hops=order.hops,
+                    via=order.via,
+                    follow_redirects=order.kind == LEASE_ROBOTS,
+                    max_bytes=self._config.robots.max_bytes if order.kind == LEASE_ROBOTS else None,
+                )
+            )
+            self._status.count(f"started.{order.kind}")
+        if wake.budget_exhausted:
+            self._status.gauges["budget_exhausted"] = 1
+        wake_ms = 0
+        if wake.wake_at_ms is not None:
+            wake_ms = wake.wake_at_ms
+            ctx.timer_service().register_processing_time_timer(wake_ms)
+        self._save(host, state, wake_ms)
+        self._status.gauges["in_flight"] = len(self._in_flight)
+        for result in wake.results:
+            self._status.count(f"results.{result.status.value}")
+        yield from wake.results
+
+    def _load(self, row: Row | None) -> HostState:
+        if row is None:
+            return HostState(HostQueue(self._queue))
+        _, head, tail, next_allowed, last_duration, kind, payload, started, _ = tuple(row)
+        robots_row = self._robots.value()
+        robots = RobotsRecord(*tuple(robots_row)[1:]) if robots_row is not None else None
+        return HostState(
+            HostQueue(self._queue, head, tail),
+            robots,
+            next_allowed,
+            last_duration,
+            kind,
+            payload,
+            started,
+        )
+
+    def _save(self, host: str, state: HostState, wake_ms: int) -> None:
+        head, tail = state.queue.bounds
+        self._host.update(
+            Row(
+                STATE_VERSION,
+                head,
+                tail,
+                state.next_allowed_ms,
+                state.last_duration_ms,
+                state.lease_kind,
+                state.lease_payload,
+                state.lease_started_ms,
+                wake_ms,
+            )
+        )
+        robots = state.robots
+        if robots is not None:
+            stored = self._robots.value()
+            if stored is None or stored[_ROBOTS_FETCHED_MS] != robots.fetched_ms:
+                self._robots.update(
+                    Row(
+                        STATE_VERSION,
+                        robots.http_status,
+                        robots.body,
+                        robots.fetched_ms,
+                        robots.expires_ms,
+                        robots.reason,
+                    )
+                )
+        queued = len(state.queue)
+        self._queued_total += queued - self._queued.get(host, 0)
+        if queued:
+            self._queued[host] = queued
+        else:
+            self._queued.pop(host, None)
+        self._status.gauges["queued"] = self._queued_total

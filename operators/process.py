@@ -1,0 +1,89 @@
+"""The process stage: WARC, crawl log, link extraction and routing of each fetch outcome.
+
+Not keyed; chained to the fetch stage. Input: :class:`~crawl.model.FetchResult`. Output: loop
+lines (strings) for the loop sink. Each subtask writes its own rolling WARC files and its own
+crawl log; on start it first finalises the ``.open`` WARC files its previous attempt left
+(invariant 6), so no file is left unreadable. The work is :class:`crawl.processing.PageProcessor`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+from pyflink.datastream import FlatMapFunction, RuntimeContext
+
+from crawl.config import Config
+from crawl.crawl_log import CrawlLogWriter
+from crawl.layout import OutputLayout
+from crawl.model import FetchResult
+from crawl.processing import PageProcessor
+from crawl.progress import StageStatus
+from crawl.warc_writer import WarcFileWriter, recover_open_files
+from operators.context import Lifecycle, subtask_of
+
+__all__ = ["ProcessFunction"]
+
+log = logging.getLogger(__name__)
+
+
+class ProcessFunction(FlatMapFunction):
+    """Archives, logs and routes fetch outcomes (see the module docstring)."""
+
+    def __init__(self, config: Config, output_dir: str) -> None:
+        self._config = config
+        self._output_dir = output_dir
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        subtask = subtask_of(runtime_context)
+        self._subtask = subtask.index
+        self._closed = False
+        # First close what a failed attempt of this subtask left open (its WARC file).
+        Lifecycle.opened("process", subtask.index, self._shutdown)
+        config = self._config
+        layout = OutputLayout(self._output_dir)
+        warc_dir = layout.warc
+        warc_dir.mkdir(parents=True, exist_ok=True)
+        for recovered in recover_open_files(warc_dir, config.warc.prefix, subtask.index):
+            log.warning("recovered WARC file left open: %s", recovered)
+        layout.logs.mkdir(parents=True, exist_ok=True)
+        self._status = StageStatus(
+            layout.status, "process", subtask.index, subtask.attempt
+        )
+        self._warc = WarcFileWriter(
+            warc_dir,
+            config.warc.prefix,
+            subtask.index,
+            config.warc.max_file_bytes,
+            {
+                "operator": config.warc.operator,
+                "http-header-user-agent": config.user_agent.header,
+                "isPartOf": layout.root.name,
+                "ip": _host_address(),
+            },
+        )
+        self._log = CrawlLogWriter(layout.logs / f"crawl-{subtask.index:05d}.log")
+        self._processor = PageProcessor(self._warc, self._log, config.crawl.vnodes, self._status)
+
+
+    def close(self) -> None:
+        Lifecycle.closed("process", self._subtask, self._shutdown)
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._warc.close()
+        self._log.close()
+        self._status.close()
+
+    def flat_map(self, value: FetchResult):
+        yield from self._processor.process(value)
+
+
+def _host_address() -> str:
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return ""

@@ -1,0 +1,43 @@
+"""A seeded, deterministic synthetic web served over real HTTP on loopback.
+
+It is the crawler's demo ("crawl the built-in web") and the fixture of the integration tests,
+which assert against its ground truth (:meth:`SyntheticWeb.expected_crawl`) and its request log
+(:func:`audit_log`), never against the crawler's view of itself. Standard library only; nothing
+here imports ``pyflink``.
+
+Typical use::
+
+    with SyntheticWebServer(WebConfig(seed=1, hosts=30), tmp_path / "requests.jsonl") as server:
+        seeds = server.web.seeds()
+        ...  # crawl `seeds` with server.proxy_url as the HTTP proxy of every request
+        records = server.request_log()
+    assert audit_log(records, server.web.expected_crawl(seeds, "pyflink-crawler")) == []
+"""
+
+from synthweb.audit import audit_log
+from synthweb.graph import Link, Page, PageKind, Response, SyntheticWeb, WebConfig
+from synthweb.requestlog import RequestRecord, read_request_log
+from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind, Rule
+from synthweb.server import SyntheticWebServer, SyntheticWebService
+from synthweb.truth import ExpectedCrawl
+from synthweb.urls import canonical_url
+
+__all__ = [
+    "ExpectedCrawl",
+    "Link",
+    "Page",
+    "PageKind",
+    "RequestRecord",
+    "Response",
+    "RobotsFile",
+    "RobotsGroup",
+    "RobotsKind",
+    "Rule",
+    "SyntheticWeb",
+    "SyntheticWebServer",
+    "SyntheticWebService",
+    "WebConfig",
+    "audit_log",
+    "canonical_url",
+    "read_request_log",
+]

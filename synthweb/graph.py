@@ -1,0 +1,758 @@
+"""The model of the synthetic web: hosts, their robots.txt, pages, links and HTTP answers.
+
+Every answer is a pure function of (config, host, path): each host and page draws its details
+from its own ``random.Random`` seeded with a string naming it, so the same seed always gives the
+same web, in any process and whatever ``PYTHONHASHSEED`` is, and a page can be built without
+building the rest of the web. Results are cached, which changes nothing but speed.
+
+Layout of a host ``h{i}.synth.test`` with pages numbered 0..n-1:
+
+- ``/`` (page 0): HTML home page linking to the first pages of the host;
+- ``/p/{n}``: HTML (well-formed, broken, ISO-8859-1 or windows-1251), also placed under
+  ``/private/{n}``, ``/private/public/{n}``, ``/no-bots/{n}``, ``/for-bots/{n}`` for robots rules;
+- ``/slow/{n}``: HTML answered after a delay; ``/t/{n}.txt``: text/plain; ``/img/{n}.png``: binary;
+- ``/r/{n}``: a 301/302/307/308 redirect; ``/e/{n}``: 500; any other path: 404.
+
+Host ``h0`` is the showcase (unless ``WebConfig.showcase`` is off): normal robots.txt and, at fixed
+numbers, one page of every kind, a redirect chain, a redirect loop and every form of link, all
+linked from its home page, so the single seed ``http://h0.synth.test/`` reaches every feature.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import gzip
+import html
+import json
+import posixpath
+import random
+from collections.abc import Iterable
+
+from synthweb.robots import GARBAGE_VARIANTS, RobotsFile, RobotsKind, build_robots
+from synthweb.truth import DEFAULT_AGENT_TOKEN, ExpectedCrawl, expected_crawl
+from synthweb.urls import canonical_url, host_index, host_name, nohost_name, split_url
+
+__all__ = ["Link", "Page", "PageKind", "Response", "SyntheticWeb", "WebConfig"]
+
+
+@dataclasses.dataclass(frozen=True)
+class WebConfig:
+    """The parameters of a synthetic web. Shares are fractions in [0, 1].
+
+    Host shares pick how many hosts have each kind of robots.txt (at least one each when the
+    share is positive and there are enough hosts; the others are normal). Page shares pick the
+    kind of each page; what is left is plain HTML.
+    """
+
+    seed: int = 1
+    hosts: int = 30
+    #: Mean pages per host; each host has between half and one and a half times as many.
+    pages_per_host: int = 20
+    #: Mean ``<a href>`` links per HTML page (between half and one and a half times as many).
+    outlinks_per_page: int = 12
+    #: Share of page links that point to another host.
+    cross_host_link_share: float = 0.3
+    #: Product tokens that AGENT_GROUP robots.txt files name in their own group.
+    named_agents: tuple[str, ...] = ("pyflink-crawler",)
+    #: Host 0 shows every feature at fixed paths (see the module docstring).
+    showcase: bool = True
+
+    agent_group_host_share: float = 0.1
+    unavailable_robots_host_share: float = 0.07
+    crawl_delay_host_share: float = 0.07
+    missing_robots_host_share: float = 0.1
+    garbage_robots_host_share: float = 0.13
+    #: Crawl-delay values (seconds) drawn for CRAWL_DELAY hosts.
+    crawl_delays: tuple[float, ...] = (0.5,)
+    #: Pages of a CRAWL_DELAY host, kept small so that a polite crawl of it stays short.
+    crawl_delay_host_pages: int = 4
+
+    broken_html_share: float = 0.05
+    latin1_html_share: float = 0.03
+    cp1251_html_share: float = 0.03
+    slow_page_share: float = 0.02
+    text_page_share: float = 0.04
+    binary_page_share: float = 0.04
+    redirect_share: float = 0.08
+    error_page_share: float = 0.03
+    #: Share of HTML pages placed under /private/ (two thirds) or /private/public/ (one third).
+    private_page_share: float = 0.06
+    #: Share of HTML pages of an AGENT_GROUP host placed under /no-bots/ or /for-bots/.
+    bot_section_share: float = 0.2
+    #: Range of the response delay of slow pages, in seconds.
+    slow_delay_range: tuple[float, float] = (0.3, 1.5)
+    #: Share of HTML pages served gzip-compressed to a client that accepts gzip.
+    gzip_share: float = 0.5
+
+    #: Share of links to paths that answer 404 (``/missing/0`` .. ``/missing/3`` of the host).
+    dead_link_share: float = 0.02
+    #: Share of links that are not crawlable URLs (mailto:, javascript:, http://[bad ...).
+    junk_link_share: float = 0.04
+    #: Share of links to hosts that do not exist (the proxy answers 502).
+    nohost_link_share: float = 0.01
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name.endswith("_share") and not 0.0 <= value <= 1.0:
+                raise ValueError(f"WebConfig.{field.name} must be in [0, 1], got {value!r}")
+        if self.hosts < 1:
+            raise ValueError(f"WebConfig.hosts must be at least 1, got {self.hosts!r}")
+        if self.pages_per_host < 2:
+            raise ValueError(
+                f"WebConfig.pages_per_host must be at least 2, got {self.pages_per_host!r}"
+            )
+        if self.outlinks_per_page < 1:
+            raise ValueError(
+                f"WebConfig.outlinks_per_page must be at least 1, got {self.outlinks_per_page!r}"
+            )
+        if self.crawl_delay_host_pages < 1:
+            raise ValueError("WebConfig.crawl_delay_host_pages must be at least 1")
+        if not self.crawl_delays or min(self.crawl_delays) <= 0:
+            raise ValueError(f"WebConfig.crawl_delays must be positive, got {self.crawl_delays!r}")
+        low, high = self.slow_delay_range
+        if not 0 <= low <= high:
+            raise ValueError(
+                f"WebConfig.slow_delay_range must be 0 <= low <= high, got {(low, high)}"
+            )
+        if not self.named_agents or any(not a or a != a.strip() for a in self.named_agents):
+            raise ValueError(
+                f"WebConfig.named_agents must be non-empty tokens, got {self.named_agents!r}"
+            )
+        for name, shares in (("page kind", _PAGE_KIND_SHARES), ("robots kind", _ROBOTS_SHARES)):
+            total = sum(getattr(self, field) for _, field in shares)
+            if total > 1.0:
+                raise ValueError(f"WebConfig {name} shares add up to {total:.2f} > 1")
+        if self.dead_link_share + self.junk_link_share + self.nohost_link_share > 1.0:
+            raise ValueError("WebConfig link shares add up to more than 1")
+
+    def to_json(self) -> str:
+        """This configuration as a JSON object (what ``python -m synthweb --config-json`` reads)."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> WebConfig:
+        """The configuration a JSON object describes; missing keys take their defaults."""
+        values = json.loads(text)
+        known = {field.name: field for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"unknown WebConfig keys: {', '.join(unknown)}")
+        for name, value in values.items():
+            if isinstance(value, list):
+                values[name] = tuple(value)
+        return cls(**values)
+
+
+class PageKind(enum.StrEnum):
+    """What a page is; its path prefix tells it too (see the module docstring)."""
+
+    HTML = "html"
+    #: Unclosed tags, mixed attribute quoting, junk bytes (invalid UTF-8, NUL).
+    BROKEN_HTML = "broken-html"
+    #: ISO-8859-1, declared in the Content-Type header only.
+    LATIN1_HTML = "latin1-html"
+    #: windows-1251, declared in a <meta> only (the header says plain ``text/html``).
+    CP1251_HTML = "cp1251-html"
+    #: HTML answered after a delay drawn from ``WebConfig.slow_delay_range``.
+    SLOW_HTML = "slow-html"
+    TEXT = "text"
+    BINARY = "binary"
+    REDIRECT = "redirect"
+    #: Answers 500.
+    ERROR = "error"
+
+
+HTML_KINDS = frozenset(
+    {
+        PageKind.HTML,
+        PageKind.BROKEN_HTML,
+        PageKind.LATIN1_HTML,
+        PageKind.CP1251_HTML,
+        PageKind.SLOW_HTML,
+    }
+)
+
+_PAGE_KIND_SHARES = (
+    (PageKind.BROKEN_HTML, "broken_html_share"),
+    (PageKind.LATIN1_HTML, "latin1_html_share"),
+    (PageKind.CP1251_HTML, "cp1251_html_share"),
+    (PageKind.SLOW_HTML, "slow_page_share"),
+    (PageKind.TEXT, "text_page_share"),
+    (PageKind.BINARY, "binary_page_share"),
+    (PageKind.REDIRECT, "redirect_share"),
+    (PageKind.ERROR, "error_page_share"),
+)
+
+# In this order of priority when there are too few hosts for every kind.
+_ROBOTS_SHARES = (
+    (RobotsKind.AGENT_GROUP, "agent_group_host_share"),
+    (RobotsKind.UNAVAILABLE, "unavailable_robots_host_share"),
+    (RobotsKind.CRAWL_DELAY, "crawl_delay_host_share"),
+    (RobotsKind.MISSING, "missing_robots_host_share"),
+    (RobotsKind.GARBAGE, "garbage_robots_host_share"),
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Link:
+    """One ``<a href>`` of a page: the reference as written and the canonical URL it resolves to.
+
+    ``url`` is None when the reference is not a crawlable ``http://`` URL. ``href=""`` and
+    ``href="#top"`` resolve to the page itself.
+    """
+
+    href: str
+    url: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Page:
+    """One page of the model: what it is and what the server answers for it."""
+
+    url: str
+    kind: PageKind
+    status: int
+    content_type: str
+    #: The ``<a href>`` links in document order (HTML kinds only).
+    links: tuple[Link, ...] = ()
+    #: The Location header as written (relative or absolute), for redirects.
+    location: str | None = None
+    #: The canonical URL the redirect points to.
+    redirect_to: str | None = None
+    #: Seconds the server waits before answering.
+    delay: float = 0.0
+    #: Whether the body is gzip-compressed for a client that accepts gzip.
+    gzip: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Response:
+    """An HTTP answer, without the headers the server adds (Content-Length, Date, Connection)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    delay: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _HostPlan:
+    """A host before its links are drawn: robots.txt and the kind and path of each page."""
+
+    index: int
+    name: str
+    robots: RobotsFile
+    paths: tuple[str, ...]
+    kinds: tuple[PageKind, ...]
+    numbers: dict[str, int]
+
+
+# The showcase host's fixed pages: (number, kind, path); see _SHOWCASE_REDIRECTS for redirects.
+_SHOWCASE_PAGES = (
+    (1, PageKind.HTML, "/p/1"),
+    (2, PageKind.BROKEN_HTML, "/p/2"),
+    (3, PageKind.LATIN1_HTML, "/p/3"),
+    (4, PageKind.CP1251_HTML, "/p/4"),
+    (5, PageKind.SLOW_HTML, "/slow/5"),
+    (6, PageKind.TEXT, "/t/6.txt"),
+    (7, PageKind.BINARY, "/img/7.png"),
+    (8, PageKind.ERROR, "/e/8"),
+    (9, PageKind.REDIRECT, "/r/9"),
+    (10, PageKind.REDIRECT, "/r/10"),
+    (11, PageKind.REDIRECT, "/r/11"),
+    (12, PageKind.REDIRECT, "/r/12"),
+    (13, PageKind.REDIRECT, "/r/13"),
+    (14, PageKind.HTML, "/private/14"),
+    (15, PageKind.HTML, "/private/public/15"),
+)
+# number -> (status, Location as written; {other} is the next host): a chain 9 -> 10 -> /p/1,
+# a loop 11 -> 12 -> 11 and a cross-host redirect 13 -> h1's home page.
+_SHOWCASE_REDIRECTS = {
+    9: (301, "http://{host}/r/10"),
+    10: (308, "/p/1"),
+    11: (302, "/r/12"),
+    12: (307, "http://{host}/r/11"),
+    13: (301, "http://{other}/"),
+}
+
+# How links are written; the forms in _SAME_HOST_ONLY are relative to the page's own host.
+_SAME_HOST_FORMS = ("root",) * 3 + ("absolute",) * 2 + (
+    "relative", "dot-relative", "fragment", "absolute-fragment", "upper", "port",
+    "protocol-relative",
+)  # fmt: skip
+_CROSS_HOST_FORMS = ("absolute",) * 3 + ("absolute-fragment", "upper", "port", "protocol-relative")
+_ALL_FORMS = (
+    "root", "relative", "dot-relative", "fragment", "absolute", "absolute-fragment", "upper",
+    "port", "protocol-relative", "bare-home",
+)  # fmt: skip
+_SAME_HOST_ONLY = frozenset({"root", "relative", "dot-relative", "fragment"})
+
+_LATIN1_TEXT = "Café crème brûlée, naïve façade, déjà vu: ½ prix à l'été."
+_CP1251_TEXT = "Привет, мир! Это синтетическая страница в кодировке windows-1251."
+_UTF8_TEXT = "A synthetic page — café, naïve, 東京, Привет."
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+class SyntheticWeb:
+    """A deterministic web of ``config.hosts`` hosts: its pages, robots.txt files and answers.
+
+    Thread-safe for reading (caches are filled idempotently). See :mod:`synthweb.truth` for what
+    a correct crawler of this web must and must not fetch.
+    """
+
+    def __init__(self, config: WebConfig | None = None) -> None:
+        self.config = config or WebConfig()
+        self._robots_kinds = _assign_robots_kinds(self.config)
+        self._plans: dict[int, _HostPlan] = {}
+        self._pages: dict[tuple[int, int], Page] = {}
+        self._responses: dict[tuple[str, str, bool], Response] = {}
+
+    # -- hosts and robots.txt ---------------------------------------------------------------
+
+    def host_names(self) -> list[str]:
+        """The names of all hosts, ``h0.synth.test`` first."""
+        return [host_name(i) for i in range(self.config.hosts)]
+
+    def is_host(self, host: str) -> bool:
+        """Whether ``host`` (lower-case, no port) is a host of this web."""
+        index = host_index(host)
+        return index is not None and index < self.config.hosts
+
+    def hosts_with_robots(self, kind: RobotsKind) -> list[str]:
+        """The hosts whose robots.txt is of ``kind``, in index order."""
+        return [host_name(i) for i, k in enumerate(self._robots_kinds) if k is kind]
+
+    def robots_rules(self, host: str) -> RobotsFile:
+        """The robots.txt of ``host`` and its meaning. An unknown host gives the proxy's 502."""
+        if not self.is_host(host):
+            body = f"502 Bad Gateway: cannot resolve {host}\n".encode()
+            return RobotsFile(
+                host, RobotsKind.UNAVAILABLE, "unknown-host", 502, "text/plain", body, ()
+            )
+        return self._plan(host).robots
+
+    # -- pages ------------------------------------------------------------------------------
+
+    def page(self, url: str) -> Page | None:
+        """The page at canonical ``url``, or None if nothing is there (404, or 502 off the web)."""
+        host, path = split_url(url)
+        if not self.is_host(host):
+            return None
+        plan = self._plan(host)
+        number = plan.numbers.get(path)
+        return None if number is None else self._page(plan.index, number)
+
+    def pages(self, host: str) -> list[Page]:
+        """All pages of ``host``, home page first."""
+        plan = self._plan(host)
+        return [self._page(plan.index, n) for n in range(len(plan.paths))]
+
+    def status(self, url: str) -> int:
+        """The HTTP status a GET of canonical ``url`` answers."""
+        host, path = split_url(url)
+        if not self.is_host(host):
+            return 502
+        if path == "/robots.txt":
+            return self.robots_rules(host).status
+        page = self.page(url)
+        return page.status if page else 404
+
+    def seeds(self, count: int | None = None) -> list[str]:
+        """Home pages of the first ``count`` hosts (all hosts if None): a reasonable seed list."""
+        hosts = self.config.hosts if count is None else min(count, self.config.hosts)
+        return [f"http://{host_name(i)}/" for i in range(hosts)]
+
+    def expected_crawl(
+        self, seeds: Iterable[str], agent_token: str = DEFAULT_AGENT_TOKEN
+    ) -> ExpectedCrawl:
+        """What a correct polite crawl from ``seeds`` as ``agent_token`` fetches and avoids.
+
+        See :mod:`synthweb.truth`.
+        """
+        return expected_crawl(self, seeds, agent_token)
+
+    # -- answers ----------------------------------------------------------------------------
+
+    def respond(self, host: str, path: str, *, accept_gzip: bool = False) -> Response:
+        """What the server answers to a GET of ``path`` on ``host`` (lower-case, no port)."""
+        key = (host, path, accept_gzip)
+        response = self._responses.get(key)
+        if response is None:
+            response = self._build_response(host, path, accept_gzip)
+            if len(self._responses) > 100_000:
+                self._responses.clear()
+            self._responses[key] = response
+        return response
+
+    def body(self, url: str) -> bytes:
+        """The uncompressed body served for canonical ``url``."""
+        host, path = split_url(url)
+        return self.respond(host, path).body
+
+    # -- building ---------------------------------------------------------------------------
+
+    def _plan(self, host: str | int) -> _HostPlan:
+        index = host if isinstance(host, int) else host_index(host)
+        if index is None or not 0 <= index < self.config.hosts:
+            raise KeyError(f"{host!r} is not a host of this web")
+        plan = self._plans.get(index)
+        if plan is None:
+            plan = self._plans[index] = self._build_plan(index)
+        return plan
+
+    def _showcasing(self, index: int) -> bool:
+        return self.config.showcase and index == 0
+
+    def _build_plan(self, index: int) -> _HostPlan:
+        config = self.config
+        name = host_name(index)
+        rng = random.Random(f"synthweb:{config.seed}:host:{index}")
+        kind = self._robots_kinds[index]
+        robots = build_robots(
+            name,
+            kind,
+            random.Random(f"synthweb:{config.seed}:robots:{index}"),
+            named_agents=config.named_agents,
+            crawl_delays=config.crawl_delays,
+            variant_index=self._robots_kinds[:index].count(RobotsKind.GARBAGE),
+            showcase=self._showcasing(index),
+        )
+        mean = config.pages_per_host
+        count = rng.randint(max(2, mean - mean // 2), mean + mean // 2)
+        if kind is RobotsKind.CRAWL_DELAY:
+            count = config.crawl_delay_host_pages
+        fixed: dict[int, tuple[PageKind, str]] = {}
+        if self._showcasing(index):
+            count = max(count, len(_SHOWCASE_PAGES) + 5)
+            fixed = {number: (k, path) for number, k, path in _SHOWCASE_PAGES}
+        elif kind is RobotsKind.AGENT_GROUP:
+            for number, section in ((1, "/no-bots/"), (2, "/for-bots/"), (3, "/private/")):
+                fixed[number] = (PageKind.HTML, f"{section}{number}")
+
+        kinds = [PageKind.HTML]
+        paths = ["/"]
+        for number in range(1, count):
+            if number in fixed:
+                page_kind, path = fixed[number]
+            else:
+                page_kind = self._draw_kind(rng, allow_slow=kind is not RobotsKind.CRAWL_DELAY)
+                path = self._draw_path(
+                    rng, number, page_kind, bot_sections=kind is RobotsKind.AGENT_GROUP
+                )
+            kinds.append(page_kind)
+            paths.append(path)
+        numbers = {path: number for number, path in enumerate(paths)}
+        return _HostPlan(index, name, robots, tuple(paths), tuple(kinds), numbers)
+
+    def _draw_kind(self, rng: random.Random, *, allow_slow: bool) -> PageKind:
+        roll = rng.random()
+        for page_kind, field in _PAGE_KIND_SHARES:
+            share = getattr(self.config, field)
+            if roll < share:
+                if page_kind is PageKind.SLOW_HTML and not allow_slow:
+                    return PageKind.HTML
+                return page_kind
+            roll -= share
+        return PageKind.HTML
+
+    def _draw_path(
+        self, rng: random.Random, number: int, kind: PageKind, *, bot_sections: bool
+    ) -> str:
+        config = self.config
+        roll = rng.random()
+        if kind is PageKind.SLOW_HTML:
+            return f"/slow/{number}"
+        if kind is PageKind.TEXT:
+            return f"/t/{number}.txt"
+        if kind is PageKind.BINARY:
+            return f"/img/{number}.png"
+        if kind is PageKind.REDIRECT:
+            return f"/r/{number}"
+        if kind is PageKind.ERROR:
+            return f"/e/{number}"
+        if roll < config.private_page_share:
+            section = "/private/public/" if rng.random() < 1 / 3 else "/private/"
+            return f"{section}{number}"
+        if bot_sections and roll < config.private_page_share + config.bot_section_share:
+            return f"{rng.choice(('/no-bots/', '/for-bots/'))}{number}"
+        return f"/p/{number}"
+
+    def _page(self, index: int, number: int) -> Page:
+        page = self._pages.get((index, number))
+        if page is None:
+            page = self._pages[(index, number)] = self._build_page(index, number)
+        return page
+
+    def _build_page(self, index: int, number: int) -> Page:
+        plan = self._plan(index)
+        kind = plan.kinds[number]
+        url = f"http://{plan.name}{plan.paths[number]}"
+        rng = random.Random(f"synthweb:{self.config.seed}:page:{index}:{number}")
+        if kind is PageKind.REDIRECT:
+            status, location = self._draw_redirect(rng, plan, number)
+            return Page(
+                url,
+                kind,
+                status,
+                "text/html; charset=utf-8",
+                location=location,
+                redirect_to=canonical_url(location, url),
+            )
+        if kind is PageKind.ERROR:
+            return Page(url, kind, 500, "text/html; charset=utf-8")
+        if kind is PageKind.TEXT:
+            return Page(url, kind, 200, "text/plain; charset=utf-8")
+        if kind is PageKind.BINARY:
+            return Page(url, kind, 200, "image/png")
+        content_type = {
+            PageKind.LATIN1_HTML: "text/html; charset=ISO-8859-1",
+            PageKind.CP1251_HTML: "text/html",
+        }.get(kind) or rng.choice(
+            ("text/html; charset=utf-8",) * 5 + ("text/html;charset=UTF-8", "text/html")
+        )
+        delay = 0.0
+        if kind is PageKind.SLOW_HTML:
+            delay = round(rng.uniform(*self.config.slow_delay_range), 3)
+        links = self._draw_links(rng, plan, number, url)
+        gzipped = rng.random() < self.config.gzip_share
+        return Page(url, kind, 200, content_type, links=links, delay=delay, gzip=gzipped)
+
+    def _draw_redirect(self, rng: random.Random, plan: _HostPlan, number: int) -> tuple[int, str]:
+        if self._showcasing(plan.index) and number in _SHOWCASE_REDIRECTS:
+            status, template = _SHOWCASE_REDIRECTS[number]
+            other = host_name(1 if self.config.hosts > 1 else 0)
+            return status, template.format(host=plan.name, other=other)
+        status = rng.choice((301, 302, 307, 308))
+        if self.config.hosts > 1 and rng.random() < 0.35:
+            target = self._plan(self._other_host(rng, plan.index))
+            path = target.paths[rng.randrange(len(target.paths))]
+            return status, f"http://{target.name}{path}"
+        path = plan.paths[rng.choice([n for n in range(len(plan.paths)) if n != number])]
+        return status, path if rng.random() < 0.5 else f"http://{plan.name}{path}"
+
+    def _other_host(self, rng: random.Random, index: int) -> int:
+        other = rng.randrange(self.config.hosts - 1)
+        return other + 1 if other >= index else other
+
+    def _draw_links(
+        self, rng: random.Random, plan: _HostPlan, number: int, url: str
+    ) -> tuple[Link, ...]:
+        config = self.config
+        source = plan.paths[number]
+        # (href as written, canonical URL it resolves to; None for junk)
+        drawn: list[tuple[str, str | None]] = []
+        if number == 0:
+            drawn += self._home_links(rng, plan)
+        mean = config.outlinks_per_page
+        dead = config.dead_link_share
+        junk = dead + config.junk_link_share
+        nohost = junk + config.nohost_link_share
+        for _ in range(rng.randint(max(1, mean - mean // 2), mean + mean // 2)):
+            roll = rng.random()
+            if roll < dead:
+                path = f"/missing/{rng.randrange(4)}"
+                drawn.append((path, f"http://{plan.name}{path}"))
+            elif roll < junk:
+                drawn.append((rng.choice(_junk_hrefs(plan.name)), None))
+            elif roll < nohost:
+                target = f"http://{nohost_name(rng.randrange(3))}/p/{rng.randrange(10)}"
+                drawn.append((target, target))
+            elif config.hosts > 1 and rng.random() < config.cross_host_link_share:
+                other = self._plan(self._other_host(rng, plan.index))
+                path = other.paths[rng.randrange(len(other.paths))]
+                form = rng.choice(_CROSS_HOST_FORMS)
+                drawn.append(
+                    (_write_href(form, source, other.name, path), f"http://{other.name}{path}")
+                )
+            else:
+                path = plan.paths[rng.randrange(len(plan.paths))]
+                form = rng.choice(_SAME_HOST_FORMS)
+                drawn.append(
+                    (_write_href(form, source, plan.name, path), f"http://{plan.name}{path}")
+                )
+        # The target is known as drawn; resolving every href here would triple the cost of a
+        # page, so the unit tests check instead that canonical_url(href, page) gives the same.
+        return tuple(
+            Link(href, target if target is not None else _junk_target(href, url))
+            for href, target in drawn
+        )
+
+    def _home_links(self, rng: random.Random, plan: _HostPlan) -> list[tuple[str, str | None]]:
+        """The home page links to the first pages of its host; the showcase's to everything."""
+        own = plan.name
+        if not self._showcasing(plan.index):
+            return [
+                (_write_href(rng.choice(_SAME_HOST_FORMS), "/", own, path), f"http://{own}{path}")
+                for path in plan.paths[1:9]
+            ]
+        drawn = [
+            (_write_href(_ALL_FORMS[n % len(_ALL_FORMS)], "/", own, path), f"http://{own}{path}")
+            for n, path in enumerate(plan.paths[1 : len(_SHOWCASE_PAGES) + 1], start=1)
+        ]
+        drawn += [(_write_href(form, "/", own, "/p/1"), f"http://{own}/p/1") for form in _ALL_FORMS]
+        drawn += [("/missing/1", f"http://{own}/missing/1")]
+        drawn += [(f"http://{nohost_name(0)}/p/1", f"http://{nohost_name(0)}/p/1")]
+        drawn += [(href, None) for href in _junk_hrefs(own)]
+        if self.config.hosts > 1:
+            other = host_name(1)
+            drawn += [
+                (_write_href(form, "/", other, "/"), f"http://{other}/")
+                for form in _ALL_FORMS
+                if form not in _SAME_HOST_ONLY
+            ]
+        return drawn
+
+    def _build_response(self, host: str, path: str, accept_gzip: bool) -> Response:
+        if not self.is_host(host):
+            body = f"502 Bad Gateway: cannot resolve {host}\n".encode()
+            return Response(502, (("Content-Type", "text/plain; charset=utf-8"),), body)
+        if path == "/robots.txt":
+            robots = self.robots_rules(host)
+            return Response(robots.status, (("Content-Type", robots.content_type),), robots.body)
+        page = self.page(f"http://{host}{path}")
+        if page is None:
+            return Response(404, (("Content-Type", "text/html; charset=utf-8"),), _ERROR_404)
+        headers = [("Content-Type", page.content_type)]
+        if page.kind is PageKind.REDIRECT:
+            assert page.location is not None
+            headers.append(("Location", page.location))
+            body = b"<html><body><p>Moved</p></body></html>\n"
+            return Response(page.status, tuple(headers), body)
+        if page.kind is PageKind.ERROR:
+            return Response(500, tuple(headers), _ERROR_500)
+        body = self._render(page)
+        if page.gzip:
+            headers.append(("Vary", "Accept-Encoding"))
+            if accept_gzip:
+                headers.append(("Content-Encoding", "gzip"))
+                body = gzip.compress(body, mtime=0)
+        return Response(page.status, tuple(headers), body, page.delay)
+
+    def _render(self, page: Page) -> bytes:
+        host, path = split_url(page.url)
+        index = host_index(host)
+        number = self._plan(host).numbers[path]
+        rng = random.Random(f"synthweb:{self.config.seed}:body:{index}:{number}")
+        if page.kind is PageKind.TEXT:
+            text = (
+                f"Plain text page {number} of {host}.\n"
+                f"It mentions http://{host}/ in passing, but text/plain has no links.\n"
+            )
+            return text.encode()
+        if page.kind is PageKind.BINARY:
+            return _PNG_SIGNATURE + rng.randbytes(rng.randint(200, 2000))
+        title = f"{host} page {number}"
+        if page.kind is PageKind.BROKEN_HTML:
+            return _render_broken(title, page.links, rng)
+        if page.kind is PageKind.LATIN1_HTML:
+            return _render_html(title, _LATIN1_TEXT, page.links, meta="").encode("iso-8859-1")
+        if page.kind is PageKind.CP1251_HTML:
+            meta = rng.choice(
+                (
+                    '<meta charset="windows-1251">',
+                    '<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">',
+                )
+            )
+            return _render_html(title, _CP1251_TEXT, page.links, meta=meta).encode("cp1251")
+        return _render_html(title, _UTF8_TEXT, page.links, meta='<meta charset="utf-8">').encode()
+
+
+_ERROR_404 = b"<html><body><h1>404 Not Found</h1></body></html>\n"
+_ERROR_500 = b"<html><body><h1>500 Internal Server Error</h1></body></html>\n"
+
+
+def _assign_robots_kinds(config: WebConfig) -> list[RobotsKind]:
+    kinds = [RobotsKind.NORMAL] * config.hosts
+    others = list(range(1 if config.showcase else 0, config.hosts))
+    random.Random(f"synthweb:{config.seed}:robots-kinds").shuffle(others)
+    start = 0
+    for kind, field in _ROBOTS_SHARES:
+        share = getattr(config, field)
+        # At least one host of each kind, and of each garbage variant, when hosts suffice.
+        least = len(GARBAGE_VARIANTS) if kind is RobotsKind.GARBAGE else 1
+        count = max(least, round(share * config.hosts)) if share > 0 else 0
+        for index in others[start : start + count]:
+            kinds[index] = kind
+        start += count
+    return kinds
+
+
+def _junk_target(href: str, page_url: str) -> str | None:
+    """An empty or fragment-only reference points to the page itself; the others nowhere."""
+    return page_url if href in ("", "#top") else None
+
+
+def _junk_hrefs(host: str) -> list[str]:
+    return [
+        f"mailto:webmaster@{host}",
+        "javascript:void(0)",
+        "tel:+1-555-0100",
+        "",
+        "#top",
+        "http://[bad",
+        f"ftp://{host}/pub/file.txt",
+        "data:text/plain,hello",
+    ]
+
+
+def _write_href(form: str, source: str, host: str, path: str) -> str:
+    """Write a link to ``http://{host}{path}`` from page ``source`` (same host for some forms)."""
+    if form in ("relative", "dot-relative"):
+        relative = posixpath.relpath(path, posixpath.dirname(source))
+        if path.endswith("/") and not relative.endswith("/"):
+            relative += "/"
+        if form == "dot-relative" and not relative.startswith(".."):
+            relative = "./" + relative
+        return relative
+    return {
+        "root": path,
+        "fragment": f"{path}#section-2",
+        "absolute": f"http://{host}{path}",
+        "absolute-fragment": f"http://{host}{path}#top",
+        "upper": f"HTTP://{host.upper()}{path}",
+        "port": f"http://{host}:80{path}",
+        "protocol-relative": f"//{host}{path}",
+        "bare-home": f"http://{host}" if path == "/" else f"http://{host}{path}",
+    }[form]
+
+
+def _anchor(href: str, text: str, style: int) -> str:
+    quoted = html.escape(href, quote=True)
+    if style == 1:
+        return f"<a href='{quoted}'>{text}</a>"
+    if style == 2 and href and not any(c in href for c in " \"'=<>`"):
+        return f"<a href={href}>{text}</a>"
+    if style == 3:
+        return f'<A HREF="{quoted}" class="x">{text}</A>'
+    return f'<a href="{quoted}">{text}</a>'
+
+
+def _render_html(title: str, text: str, links: Iterable[Link], *, meta: str) -> str:
+    items = "\n".join(
+        f"<li>{_anchor(link.href, f'link {i}', 0)}</li>" for i, link in enumerate(links)
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head>{meta}<title>{title}</title></head>\n'
+        f"<body><h1>{title}</h1>\n<p>{html.escape(text)}</p>\n<ul>\n{items}\n</ul>\n</body></html>\n"
+    )
+
+
+def _render_broken(title: str, links: tuple[Link, ...], rng: random.Random) -> bytes:
+    # Unclosed elements, every way of quoting an attribute, and bytes that are not UTF-8
+    # (and a NUL) between the links: a tolerant parser must still find every link. Nothing
+    # that hides links from an HTML5 parser, such as an unclosed <title> or <script>.
+    parts = [
+        f"<html><head><title>{title}</title>\n<body><h1>{title}<p>broken page ".encode(),
+        b"\xff\xfe\x80",
+    ]
+    for i, link in enumerate(links):
+        anchor = _anchor(link.href, f"link {i}", i % 4)
+        if i % 3 == 0:
+            anchor = anchor.replace("</a>", "").replace("</A>", "")
+        parts.append(f"\n<div><span>{anchor}".encode())
+        if i % 5 == 2:
+            parts.append(rng.choice((b"\xc3\x28", b"\xe2\x82", b"\x00", b"\x81\x8d")))
+    parts.append(b"\n<table><tr><td>unclosed cell\n")
+    return b"".join(parts)

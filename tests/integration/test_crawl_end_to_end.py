@@ -1,0 +1,95 @@
+"""End-to-end crawls of the synthetic web on the real Flink MiniCluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from crawl.crawl_log import parse_line
+from synthweb import SyntheticWebServer, audit_log
+from tests.integration.crawl_runner import run_crawl
+
+pytestmark = pytest.mark.integration
+
+DELAY = 0.3
+TOKEN = "pyflink-crawler"
+
+
+def _warc_responses(out: Path) -> dict[str, int]:
+    """Target URI -> HTTP status of every response record, read with digests checked."""
+    responses: dict[str, int] = {}
+    for path in sorted((out / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream, check_digests="raise"):
+                record.content_stream().read()  # reads the payload: digests are checked
+                if record.rec_type == "response":
+                    uri = record.rec_headers.get_header("WARC-Target-URI")
+                    responses[uri] = int(record.http_headers.get_statuscode())
+    return responses
+
+
+def test_crawl_fetches_every_reachable_page_politely(
+    tmp_path: Path, web_server: SyntheticWebServer
+) -> None:
+    seeds = web_server.web.seeds()
+    process, summary = run_crawl(
+        tmp_path, seeds, web_server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6"
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert summary["stop_reason"] == "idle"
+
+    expected = web_server.web.expected_crawl(seeds, TOKEN)
+    records = web_server.request_log()
+    # The server's own log: robots.txt first per host, nothing disallowed, no overlapping
+    # requests per host, starts at least the delay (and 2x the last response time) apart,
+    # every expected URL requested exactly once with the expected status.
+    problems = audit_log(records, expected, min_delay=DELAY, response_time_factor=2.0)
+    assert problems == []
+
+    out = tmp_path / "out"
+    assert not list((out / "warc").glob("*.open")), "a WARC file was left open"
+    responses = _warc_responses(out)
+    html_pages = {
+        url for url, status in expected.fetch.items()
+        if status == 200 and web_server.web.page(url).content_type.startswith("text/html")
+    }
+    assert html_pages, "the test web should have HTML pages"
+    missing = html_pages - responses.keys()
+    assert not missing, f"200 HTML pages without a response record: {sorted(missing)[:5]}"
+    assert all(responses[url] == 200 for url in html_pages)
+
+    log_lines = [
+        parse_line(line)
+        for path in (out / "logs").glob("crawl-*.log")
+        for line in path.read_text().splitlines()
+    ]
+    logged_pages = {e["url"] for e in log_lines if not e["hops"].endswith("P")}
+    assert set(expected.fetch) <= logged_pages
+    denied = {e["url"] for e in log_lines if e["status"].value == "ROBOTS_DENIED"}
+    assert denied <= set(expected.never)
+
+
+def test_page_budget_is_exact_across_parallel_subtasks(
+    tmp_path: Path, web_server: SyntheticWebServer
+) -> None:
+    budget = 40
+    seeds = web_server.web.seeds()
+    process, summary = run_crawl(
+        tmp_path, seeds, web_server.proxy_url,
+        "--delay", str(DELAY), "--max-pages", str(budget), "--parallelism", "2",
+        "--idle-seconds", "6",
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert summary["stop_reason"] == "page budget reached"
+
+    records = web_server.request_log()
+    page_requests = [r for r in records if r.path != "/robots.txt"]
+    assert len(page_requests) == budget
+    expected = web_server.web.expected_crawl(seeds, TOKEN)
+    assert audit_log(records, expected, min_delay=DELAY, complete=False) == []
+
+    out = tmp_path / "out"
+    assert not list((out / "warc").glob("*.open"))
+    assert len(_warc_responses(out)) == len(records)

@@ -1,0 +1,128 @@
+"""The process stage's work (crawl.processing): WARC, crawl log and loop lines per outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawl.crawl_log import CrawlLogWriter, parse_line
+from crawl.loop import decode_line, parse_payload
+from crawl.model import FetchResult
+from crawl.processing import PageProcessor
+from crawl.progress import StageStatus
+from crawl.status import Status
+from crawl.urls import vnode_of
+from crawl.warc_writer import WarcFileWriter, verify_warc_file
+
+VNODES = 256
+PAGE = "http://a.test/dir/page"
+HTML = b"""<html><head><title>t</title></head><body>
+<a href="other">same host</a> <a href="/dir/page#top">self</a>
+<a href="http://B.TEST:80/x">other host</a> <a href="mailto:me@a.test">mail</a>
+<a href="http://[bad">broken</a> <area href="/map"></body></html>"""
+
+
+@pytest.fixture
+def processor(tmp_path: Path) -> Iterator[tuple[PageProcessor, Path]]:
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    yield PageProcessor(warc, log, VNODES, status), tmp_path
+    warc.close()
+    log.close()
+    status.close()
+
+
+def _lines_by_vnode(lines: list[str]) -> dict[int, tuple[list, list]]:
+    decoded = {}
+    for line in lines:
+        vnode, payload = decode_line(line)
+        decoded[vnode] = parse_payload(payload)
+    return decoded
+
+
+def _html_result() -> FetchResult:
+    return FetchResult(
+        url=PAGE, status=Status.FETCHED, reason="", http_status=200, http_reason="OK",
+        request_headers=[("Host", "a.test"), ("User-Agent", "pyflink-crawler/0.1")],
+        response_headers=[("Content-Type", "text/html; charset=utf-8")],
+        body=HTML, started_ms=1_700_000_000_000, duration_ms=12, hops="L", via="http://a.test/",
+    )
+
+
+def test_html_page_is_archived_logged_and_its_links_routed(
+    processor: tuple[PageProcessor, Path],
+) -> None:
+    page_processor, folder = processor
+    lines = page_processor.process(_html_result())
+    by_vnode = _lines_by_vnode(lines)
+    own = vnode_of("a.test", VNODES)
+    other = vnode_of("b.test", VNODES)
+    found_here, done_here = by_vnode[own]
+    assert [url for url, _, _ in found_here] == ["http://a.test/dir/other", "http://a.test/map"]
+    assert all(hops == "LL" and via == PAGE for _, hops, via in found_here)
+    assert done_here == [(PAGE, "FETCHED", 200, "", 1_700_000_000_000)]
+    found_there, done_there = by_vnode[other]
+    assert found_there == [("http://b.test/x", "LL", PAGE)]
+    assert done_there == []
+
+    page_processor._warc.close()
+    records = [r for path in (folder / "warc").glob("*.warc.gz") for r in verify_warc_file(path)]
+    assert ("response", PAGE) in records
+    assert ("request", PAGE) in records
+    page_processor._log.flush()
+    entry = parse_line((folder / "crawl.log").read_text().splitlines()[0])
+    assert entry["url"] == PAGE
+    assert entry["http_status"] == 200
+    assert entry["payload_digest"].startswith("sha1:")
+
+
+def test_redirect_routes_its_target(processor: tuple[PageProcessor, Path]) -> None:
+    page_processor, _ = processor
+    result = FetchResult(
+        url=PAGE, status=Status.REDIRECT, reason="http:301", http_status=301,
+        response_headers=[("Location", "/moved")], started_ms=1, hops="", via="",
+    )
+    by_vnode = _lines_by_vnode(page_processor.process(result))
+    found, done = by_vnode[vnode_of("a.test", VNODES)]
+    assert found == [("http://a.test/moved", "R", PAGE)]
+    assert done[0][1] == "REDIRECT"
+
+
+def test_redirect_to_itself_is_not_routed(processor: tuple[PageProcessor, Path]) -> None:
+    page_processor, _ = processor
+    result = FetchResult(url=PAGE, status=Status.REDIRECT, reason="http:302", http_status=302,
+                         response_headers=[("Location", PAGE + "#x")], started_ms=1)
+    (found, _done), = _lines_by_vnode(page_processor.process(result)).values()
+    assert found == []
+
+
+def test_robots_fetch_is_archived_but_not_routed(processor: tuple[PageProcessor, Path]) -> None:
+    page_processor, folder = processor
+    result = FetchResult(url="http://a.test/robots.txt", status=Status.FETCHED, reason="",
+                         http_status=200, body=b"User-agent: *\n", started_ms=1, hops="P")
+    assert page_processor.process(result) == []
+    page_processor._warc.close()
+    records = [r for path in (folder / "warc").glob("*.warc.gz") for r in verify_warc_file(path)]
+    assert ("response", "http://a.test/robots.txt") in records
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [(Status.ROBOTS_DENIED, "robots:disallow"), (Status.FETCH_ERROR, "timeout:read")],
+)
+def test_outcomes_without_response_are_logged_and_reported(
+    processor: tuple[PageProcessor, Path], status: Status, reason: str
+) -> None:
+    page_processor, folder = processor
+    result = FetchResult(url=PAGE, status=status, reason=reason, started_ms=5, hops="L")
+    by_vnode = _lines_by_vnode(page_processor.process(result))
+    assert by_vnode == {vnode_of("a.test", VNODES): ([], [(PAGE, status.value, 0, reason, 5)])}
+    page_processor._warc.close()
+    assert not list((folder / "warc").glob("*.warc.gz*"))
+    page_processor._log.flush()
+    entry = parse_line((folder / "crawl.log").read_text().splitlines()[0])
+    assert entry["status"] is status
+    assert entry["reason"] == reason
