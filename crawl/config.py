@@ -105,7 +105,13 @@ class FetchSection:
         for key in ("connect_timeout_seconds", "read_timeout_seconds", "total_timeout_seconds"):
             _check(self, "fetch", key, _positive, "a number > 0")
         _check(self, "fetch", "max_content_bytes", lambda v: v >= 1024, "an integer >= 1024")
-        _check(self, "fetch", "max_connections", lambda v: 1 <= v <= 100_000, "an integer >= 1")
+        _check(
+            self,
+            "fetch",
+            "max_connections",
+            lambda v: 1 <= v <= 100_000,
+            "an integer from 1 to 100000",
+        )
         if self.proxy:
             parts = urllib.parse.urlsplit(self.proxy)
             if parts.scheme not in ("http", "https") or not parts.hostname:

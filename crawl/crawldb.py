@@ -47,11 +47,18 @@ def merge_done(
 ) -> UrlRecord:
     """Apply a fetch outcome to a URL's record (the newest outcome wins; attempts counted).
 
-    ROBOTS_DENIED and REJECTED are decisions, not fetch attempts: they do not count as fetches.
+    "Newest" is by outcome time: an outcome older than the one recorded (a replay arriving
+    late) is counted as an attempt but does not replace the status. ROBOTS_DENIED and REJECTED
+    are decisions, not fetch attempts: they do not count as fetches.
     """
     if record is None:
         record = UrlRecord(QUEUED, 0, "", 0, at_ms, 0, 0, 0)
     attempted = status not in (Status.ROBOTS_DENIED.value, Status.REJECTED.value)
+    if attempted and record.fetch_count and at_ms < record.fetched_ms:
+        return record._replace(
+            fetch_count=record.fetch_count + 1,
+            failure_count=record.failure_count + (1 if status in _FAILURES else 0),
+        )
     return record._replace(
         status=status,
         http_status=http_status,

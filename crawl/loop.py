@@ -2,7 +2,11 @@
 
 One loop line carries everything one page produced for one virtual node::
 
-    <vnode> TAB {"found": [[url, hops, via], ...], "done": [[url, status, http, reason, ms], ...]}
+    <vnode> TAB {"i": id, "found": [[url, hops, via], ...],
+                 "done": [[url, status, http, reason, ms], ...]}
+
+``i`` makes every line unique (its producer's id and sequence number), which the loop janitor
+relies on (:mod:`crawl.loop_janitor`).
 
 The vnode prefix lets the decode stage key the line without parsing its JSON, and grouping
 by vnode moves a page's outlinks as a few records instead of one per URL (most links stay on
@@ -43,9 +47,14 @@ class LoopRecordError(ValueError):
     """A loop line that is not of the format above (counted and skipped, never fatal)."""
 
 
-def encode_line(vnode: int, found: Iterable[FoundUrl] = (), done: Iterable[DoneEvent] = ()) -> str:
-    """One loop line; empty lists are left out."""
-    payload: dict[str, Any] = {}
+def encode_line(
+    vnode: int,
+    found: Iterable[FoundUrl] = (),
+    done: Iterable[DoneEvent] = (),
+    line_id: str = "",
+) -> str:
+    """One loop line; empty lists (and an empty id) are left out."""
+    payload: dict[str, Any] = {"i": line_id} if line_id else {}
     found = list(found)
     done = list(done)
     if found:
@@ -69,11 +78,24 @@ def parse_payload(payload: str) -> tuple[list[FoundUrl], list[DoneEvent]]:
     """The found URLs and done events of a line's payload."""
     try:
         data = json.loads(payload)
-        found = [(str(u), str(h), str(v)) for u, h, v in data.get("found", ())]
-        done = [(str(u), str(s), int(c), str(r), int(t)) for u, s, c, r, t in data.get("done", ())]
+        found = [
+            (str(u), str(h), str(v)) for u, h, v in _items(data.get("found", []), 3)
+        ]
+        done = [
+            (str(u), str(s), int(c), str(r), int(t))
+            for u, s, c, r, t in _items(data.get("done", []), 5)
+        ]
     except (ValueError, TypeError, AttributeError) as error:
         raise LoopRecordError(f"bad loop payload: {error}: {payload[:120]!r}") from None
     return found, done
+
+
+def _items(values: Any, arity: int) -> list[list[Any]]:
+    if not isinstance(values, list) or not all(
+        isinstance(item, list) and len(item) == arity for item in values
+    ):
+        raise ValueError(f"expected a list of {arity}-element lists")
+    return values
 
 
 def group_by_vnode(urls: Iterable[FoundUrl], vnodes: int) -> dict[int, list[FoundUrl]]:
@@ -109,11 +131,14 @@ def write_seed_file(
     if accepted:
         directory = Path(loop_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        name = f"seeds-{uuid.uuid4().hex}"
+        token = uuid.uuid4().hex
+        name = f"seeds-{token}"
         hidden = directory / f".{name}.tmp"
         with open(hidden, "w", encoding="utf-8") as handle:
-            for vnode, group in sorted(group_by_vnode(accepted, vnodes).items()):
-                handle.write(encode_line(vnode, found=group) + "\n")
+            for number, (vnode, group) in enumerate(
+                sorted(group_by_vnode(accepted, vnodes).items())
+            ):
+                handle.write(encode_line(vnode, found=group, line_id=f"s.{token}.{number}") + "\n")
             handle.flush()
             os.fsync(handle.fileno())
         os.rename(hidden, directory / name)

@@ -3,7 +3,8 @@
 For every outcome :class:`PageProcessor` writes the WARC request/response pair (when there was
 an HTTP response), one crawl log line, and returns the loop lines to send round: the page's
 outlinks (or its redirect target) grouped by vnode, plus the page's own outcome in the line of
-its own vnode, for the crawl DB. robots.txt fetches (hop ``P``, the prerequisite of a host)
+its own vnode, for the crawl DB. Each line gets a unique id: ``producer_id`` (unique per
+subtask attempt) and a sequence number. robots.txt fetches (hop ``P``, the prerequisite of a host)
 are archived and logged but are not pages: they produce no loop line.
 """
 
@@ -33,11 +34,14 @@ class PageProcessor:
         crawl_log: CrawlLogWriter,
         vnodes: int,
         status: StageStatus,
+        producer_id: str,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
         self._vnodes = vnodes
         self._status = status
+        self._producer_id = producer_id
+        self._lines = 0
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
@@ -65,14 +69,23 @@ class PageProcessor:
             result.started_ms,
         )
         groups = group_by_vnode(found, self._vnodes)
+        if own_vnode not in groups:
+            groups[own_vnode] = []
         lines = [
-            encode_line(vnode, found=group, done=[done] if vnode == own_vnode else ())
+            encode_line(
+                vnode,
+                found=group,
+                done=[done] if vnode == own_vnode else (),
+                line_id=self._next_line_id(),
+            )
             for vnode, group in groups.items()
         ]
-        if own_vnode not in groups:
-            lines.append(encode_line(own_vnode, done=[done]))
         status.count("lines.out", len(lines))
         return lines
+
+    def _next_line_id(self) -> str:
+        self._lines += 1
+        return f"{self._producer_id}.{self._lines}"
 
     def _outlinks(self, result: FetchResult) -> list[FoundUrl]:
         if result.status is Status.REDIRECT:

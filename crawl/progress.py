@@ -67,10 +67,12 @@ class StageStatus:
         for name, function in list(self.gauge_functions.items()):
             try:
                 gauges[name] = function()
-            except RuntimeError:  # a dict resized under us: keep the last value
+            except Exception:  # noqa: BLE001 - e.g. a dict resized under us: skip this once
                 pass
         snapshot["gauges"] = gauges
-        temporary = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
+        temporary = self._path.with_name(
+            f".{self._path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        )
         try:
             temporary.write_text(json.dumps(snapshot, sort_keys=True), encoding="utf-8")
             os.replace(temporary, self._path)
@@ -97,9 +99,11 @@ def read_statuses(directory: str | Path) -> list[dict[str, Any]]:
         return statuses
     for entry in sorted(path.glob("*.json")):
         try:
-            statuses.append(json.loads(entry.read_text(encoding="utf-8")))
+            status = json.loads(entry.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        if isinstance(status, dict):
+            statuses.append(status)
     return statuses
 
 

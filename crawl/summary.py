@@ -17,6 +17,8 @@ from crawl.urls import host_of
 
 __all__ = ["CrawlSummary", "summarise_crawl_logs"]
 
+_NOT_FETCHED = frozenset({"ROBOTS_DENIED", "REJECTED"})
+
 
 @dataclasses.dataclass
 class CrawlSummary:
@@ -39,8 +41,8 @@ class CrawlSummary:
 
     @property
     def pages(self) -> int:
-        """Page fetches (every status but robots denials)."""
-        return sum(n for status, n in self.pages_by_status.items() if status != "ROBOTS_DENIED")
+        """Page fetches (every status but robots denials and rejections, which fetch nothing)."""
+        return sum(n for status, n in self.pages_by_status.items() if status not in _NOT_FETCHED)
 
     @property
     def robots_denials(self) -> int:
@@ -109,7 +111,7 @@ def summarise_crawl_logs(paths: Iterable[str | Path]) -> CrawlSummary:
                 summary.pages_by_status[status] += 1
                 if entry.get("reason"):
                     summary.reasons[entry["reason"]] += 1
-                if status == "ROBOTS_DENIED":
+                if status in _NOT_FETCHED:
                     continue
                 summary.bytes += size
                 timestamp = entry["timestamp_ms"]

@@ -13,16 +13,15 @@ canonical URLs grouped by vnode.
 
 from __future__ import annotations
 
-from pyflink.common import Duration, Encoder, Types, WatermarkStrategy
+from pyflink.common import Encoder, Types
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.connectors.file_system import (
     BucketAssigner,
     FileSink,
-    FileSource,
     OutputFileConfig,
     RollingPolicy,
-    StreamFormat,
 )
+from pyflink.table import StreamTableEnvironment
 
 from crawl.config import Config
 from crawl.layout import OutputLayout
@@ -42,14 +41,22 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     output = str(layout.root)
     loop_dir = str(layout.loop)
 
-    loop_source = (
-        FileSource.for_record_stream_format(StreamFormat.text_line_format(), loop_dir)
-        .monitor_continuously(Duration.of_millis(LOOP_POLL_MS))
-        .build()
+    # The loop source is the filesystem table source, read as a stream: unlike the DataStream
+    # FileSource it tells each line's file, which the decode stage needs to delete consumed
+    # files (crawl/loop_janitor.py).
+    tables = StreamTableEnvironment.create(env)
+    tables.execute_sql(
+        "CREATE TEMPORARY TABLE loop_files ("
+        " line STRING,"
+        " path STRING NOT NULL METADATA FROM 'file.path' VIRTUAL"
+        ") WITH ("
+        " 'connector' = 'filesystem',"
+        f" 'path' = '{layout.loop.as_uri()}',"
+        " 'format' = 'raw',"
+        f" 'source.monitor-interval' = '{LOOP_POLL_MS}ms'"
+        ")"
     )
-    lines = env.from_source(loop_source, WatermarkStrategy.no_watermarks(), "loop-source").uid(
-        "loop-source"
-    )
+    lines = tables.to_data_stream(tables.from_path("loop_files"))
 
     records = (
         lines.flat_map(

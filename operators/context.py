@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from pyflink.datastream import RuntimeContext
 
-__all__ = ["Lifecycle", "Subtask", "subtask_of"]
+__all__ = ["Lifecycle", "Subtask", "job_id_of", "subtask_of"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,17 @@ def subtask_of(runtime_context: RuntimeContext) -> Subtask:
             int(info.getNumberOfParallelSubtasks()),
             int(info.getAttemptNumber()),
         )
+
+
+def job_id_of(runtime_context: RuntimeContext) -> str | None:
+    """The job's id (hex), where the runtime context can tell it (thread mode), else None."""
+    java_context = getattr(runtime_context, "_runtime_context", None)
+    if java_context is None:
+        return None
+    try:
+        return str(java_context.getJobInfo().getJobId().toString())
+    except Exception:  # noqa: BLE001 - any failure here only disables an optimisation
+        return None
 
 
 class Lifecycle:

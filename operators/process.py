@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import uuid
 
 from pyflink.datastream import FlatMapFunction, RuntimeContext
 
@@ -63,7 +64,13 @@ class ProcessFunction(FlatMapFunction):
             },
         )
         self._log = CrawlLogWriter(layout.logs / f"crawl-{subtask.index:05d}.log")
-        self._processor = PageProcessor(self._warc, self._log, config.crawl.vnodes, self._status)
+        self._processor = PageProcessor(
+            self._warc,
+            self._log,
+            config.crawl.vnodes,
+            self._status,
+            producer_id=f"{subtask.index}.{uuid.uuid4().hex[:12]}",
+        )
 
 
     def close(self) -> None:

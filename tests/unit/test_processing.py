@@ -29,7 +29,7 @@ def processor(tmp_path: Path) -> Iterator[tuple[PageProcessor, Path]]:
     warc = WarcFileWriter(tmp_path / "warc", "test", 0)
     log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
     status = StageStatus(tmp_path / "status", "process", 0, interval=60)
-    yield PageProcessor(warc, log, VNODES, status), tmp_path
+    yield PageProcessor(warc, log, VNODES, status, producer_id="0.test"), tmp_path
     warc.close()
     log.close()
     status.close()

@@ -1,0 +1,260 @@
+"""Configuration: the documented defaults file equals the code, overrides coerce, bad values name
+their key."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from crawl.config import (
+    Config,
+    ConfigError,
+    CrawlSection,
+    UserAgentSection,
+    load_config,
+    parse_override,
+)
+
+DEFAULTS_FILE = Path(__file__).resolve().parents[2] / "conf" / "crawler.yaml"
+SECTIONS = typing.get_type_hints(Config)
+
+
+def _documented() -> dict[str, dict[str, Any]]:
+    loaded = yaml.safe_load(DEFAULTS_FILE.read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+# -- defaults ---------------------------------------------------------------------------------
+
+
+def test_defaults_load_without_a_file() -> None:
+    config = load_config()
+
+    assert config == Config()
+    assert config.crawl.max_pages == 0
+    assert config.user_agent.product == "pyflink-crawler"
+
+
+def test_defaults_file_loads_to_the_defaults() -> None:
+    assert load_config(DEFAULTS_FILE) == Config()
+
+
+def test_defaults_file_has_exactly_the_sections_of_config() -> None:
+    assert set(_documented()) == {field.name for field in dataclasses.fields(Config)}
+
+
+@pytest.mark.parametrize("section", sorted(SECTIONS))
+def test_defaults_file_has_exactly_the_fields_of_each_section(section: str) -> None:
+    documented = _documented()[section]
+    fields = {field.name: field for field in dataclasses.fields(SECTIONS[section])}
+
+    assert set(documented) == set(fields), "conf/crawler.yaml and crawl/config.py have drifted"
+    defaults = SECTIONS[section]()
+    types = typing.get_type_hints(SECTIONS[section])
+    for key, value in documented.items():
+        expected = getattr(defaults, key)
+        assert value == expected, f"{section}.{key}: file says {value!r}, code says {expected!r}"
+        # A float default written as an int (or a quoted number) would still pass ==.
+        assert type(value) is types[key], f"{section}.{key}: {value!r} is not {types[key]}"
+
+
+def test_to_dict_mirrors_the_sections() -> None:
+    data = Config().to_dict()
+
+    assert data["crawl"]["vnodes"] == 256
+    assert set(data) == set(SECTIONS)
+
+
+def test_sections_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Config().crawl.max_pages = 3  # type: ignore[misc]
+
+
+# -- overrides --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "section", "field", "expected"),
+    [
+        ("crawl.max_pages", "10", "crawl", "max_pages", 10),
+        ("crawl.max_pages", "1_000", "crawl", "max_pages", 1000),
+        ("crawl.max_pages", 7.0, "crawl", "max_pages", 7),
+        ("crawl.idle_seconds", "0.5", "crawl", "idle_seconds", 0.5),
+        ("crawl.idle_seconds", 3, "crawl", "idle_seconds", 3.0),
+        ("politeness.delay_seconds", "0", "politeness", "delay_seconds", 0.0),
+        ("fetch.proxy", "http://127.0.0.1:3128", "fetch", "proxy", "http://127.0.0.1:3128"),
+        ("fetch.proxy", None, "fetch", "proxy", ""),
+        ("user_agent.version", 2, "user_agent", "version", "2"),
+        ("warc.operator", "Jane Doe", "warc", "operator", "Jane Doe"),
+        ("crawl.parallelism", "256", "crawl", "parallelism", 256),
+    ],
+)
+def test_override_coerces_to_the_field_type(
+    key: str, text: Any, section: str, field: str, expected: Any
+) -> None:
+    value = getattr(getattr(load_config(overrides={key: text}), section), field)
+
+    assert value == expected
+    assert type(value) is type(expected)
+
+
+def test_overrides_win_over_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "crawler.yaml"
+    path.write_text("crawl:\n  max_pages: 5\n  vnodes: 64\n", encoding="utf-8")
+
+    config = load_config(path, {"crawl.max_pages": "9"})
+
+    assert (config.crawl.max_pages, config.crawl.vnodes) == (9, 64)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("crawl.max_pages=10", ("crawl.max_pages", "10")),
+        (" crawl.seeds = a=b ", ("crawl.seeds", "a=b")),
+        ("warc.operator=", ("warc.operator", "")),
+    ],
+)
+def test_parse_override(text: str, expected: tuple[str, str]) -> None:
+    assert parse_override(text) == expected
+
+
+def test_parse_override_without_equals_sign() -> None:
+    with pytest.raises(ConfigError, match="crawl.max_pages.*section.key=value"):
+        parse_override("crawl.max_pages")
+
+
+# -- invalid values ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"politeness.delay_seconds": "-1"}, r"^politeness\.delay_seconds: "),
+        ({"politeness.delay_seconds": "nan"}, r"^politeness\.delay_seconds: "),
+        ({"politeness.max_crawl_delay_seconds": "inf"}, r"^politeness\.max_crawl_delay_seconds: "),
+        ({"politeness.response_time_factor": -0.5}, r"^politeness\.response_time_factor: "),
+        ({"fetch.connect_timeout_seconds": "0"}, r"^fetch\.connect_timeout_seconds: .*> 0"),
+        ({"fetch.read_timeout_seconds": "-3"}, r"^fetch\.read_timeout_seconds: "),
+        ({"fetch.total_timeout_seconds": 0}, r"^fetch\.total_timeout_seconds: "),
+        ({"fetch.max_content_bytes": "100"}, r"^fetch\.max_content_bytes: "),
+        ({"fetch.max_connections": "0"}, r"^fetch\.max_connections: "),
+        ({"fetch.proxy": "socks5://127.0.0.1:1080"}, r"^fetch\.proxy: "),
+        ({"fetch.proxy": "127.0.0.1:3128"}, r"^fetch\.proxy: "),
+        ({"fetch.proxy": "http://"}, r"^fetch\.proxy: "),
+        ({"fetch.proxy": "http://proxy:99999"}, r"^fetch\.proxy: "),
+        ({"fetch.proxy": "http://proxy:port"}, r"^fetch\.proxy: "),
+        ({"robots.ttl_seconds": "0"}, r"^robots\.ttl_seconds: "),
+        ({"robots.unavailable_retry_seconds": "-1"}, r"^robots\.unavailable_retry_seconds: "),
+        ({"robots.max_bytes": "10"}, r"^robots\.max_bytes: "),
+        ({"user_agent.product": "pyflink crawler"}, r"^user_agent\.product: .*RFC 9309"),
+        ({"user_agent.product": "pyflink-crawler/1.0"}, r"^user_agent\.product: "),
+        ({"user_agent.product": ""}, r"^user_agent\.product: "),
+        ({"user_agent.version": "1 beta"}, r"^user_agent\.version: "),
+        ({"user_agent.version": ""}, r"^user_agent\.version: "),
+        ({"user_agent.contact_url": "example.com"}, r"^user_agent\.contact_url: "),
+        ({"user_agent.contact_url": "ftp://example.com/"}, r"^user_agent\.contact_url: "),
+        ({"warc.prefix": ""}, r"^warc\.prefix: "),
+        ({"warc.prefix": "a/b"}, r"^warc\.prefix: "),
+        ({"warc.max_file_bytes": "1000"}, r"^warc\.max_file_bytes: "),
+        ({"crawl.max_pages": "-1"}, r"^crawl\.max_pages: "),
+        ({"crawl.idle_seconds": "-1"}, r"^crawl\.idle_seconds: "),
+        ({"crawl.parallelism": "0"}, r"^crawl\.parallelism: "),
+        ({"crawl.vnodes": "40000"}, r"^crawl\.vnodes: "),
+        ({"crawl.progress_seconds": "0"}, r"^crawl\.progress_seconds: "),
+        ({"crawl.parallelism": "300"}, r"^crawl\.parallelism: 300 exceeds crawl\.vnodes \(256\)"),
+        ({"crawl.vnodes": "8", "crawl.parallelism": "9"}, r"^crawl\.parallelism: .*vnodes"),
+        ({"crawl.output_dir": ""}, r"^crawl\.output_dir: "),
+        ({"crawl.max_pages": "ten"}, r"^crawl\.max_pages: must be an integer"),
+        ({"crawl.max_pages": "1.5"}, r"^crawl\.max_pages: must be an integer"),
+        ({"crawl.max_pages": 1.5}, r"^crawl\.max_pages: must be an integer"),
+        ({"crawl.max_pages": True}, r"^crawl\.max_pages: must be an integer, got True"),
+        ({"crawl.max_pages": None}, r"^crawl\.max_pages: must be an integer"),
+        ({"crawl.idle_seconds": False}, r"^crawl\.idle_seconds: must be a number, got False"),
+        ({"crawl.idle_seconds": "soon"}, r"^crawl\.idle_seconds: must be a number"),
+        ({"crawl.idle_seconds": [1]}, r"^crawl\.idle_seconds: must be a number"),
+        ({"warc.prefix": ["a"]}, r"^warc\.prefix: must be a string"),
+        ({"warc.operator": True}, r"^warc\.operator: must be a string"),
+        ({"crawl.max_page": "1"}, r"^crawl\.max_page: unknown key"),
+        ({"crawler.max_pages": "1"}, r"^crawler\.max_pages: unknown section"),
+        ({"max_pages": "1"}, r"^max_pages: expected section\.key"),
+        ({"crawl.fetch.proxy": "x"}, r"^crawl\.fetch\.proxy: expected section\.key"),
+    ],
+)
+def test_invalid_override_names_the_key(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(overrides=overrides)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("crawl: [\n", "not valid YAML"),
+        ("crawl:\n  max_pages: 1\n max_pages: 2\n", "not valid YAML"),
+        ("- crawl\n- fetch\n", "top level must be a mapping"),
+        ("just a string\n", "top level must be a mapping"),
+        ("crawl: 5\n", r"^crawl: must be a mapping of keys"),
+        ("crawl:\n  - max_pages\n", r"^crawl: must be a mapping of keys"),
+        ("crawling:\n  max_pages: 1\n", r"^crawling: unknown section"),
+        ("crawl:\n  max_page: 1\n", r"^crawl\.max_page: unknown key"),
+        ("crawl:\n  max_pages: yes\n", r"^crawl\.max_pages: must be an integer, got True"),
+        ("crawl:\n  max_pages: -5\n", r"^crawl\.max_pages: "),
+        ("politeness:\n  delay_seconds: -1\n", r"^politeness\.delay_seconds: "),
+        ("fetch:\n  proxy: {host: x}\n", r"^fetch\.proxy: must be a string"),
+    ],
+)
+def test_invalid_file_is_refused(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "crawler.yaml"
+    path.write_text(text, encoding="utf-8")
+
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+@pytest.mark.parametrize("text", ["", "# only comments\n", "crawl:\n", "crawl: {}\n"])
+def test_empty_file_or_section_gives_the_defaults(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "crawler.yaml"
+    path.write_text(text, encoding="utf-8")
+
+    assert load_config(path) == Config()
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read configuration file .*nowhere.yaml"):
+        load_config(tmp_path / "nowhere.yaml")
+
+
+def test_validate_checks_a_config_built_in_code() -> None:
+    config = Config(crawl=CrawlSection(parallelism=4, vnodes=2))
+
+    with pytest.raises(ConfigError, match=r"^crawl\.parallelism: "):
+        config.validate()
+
+
+# -- user agent -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("section", "header"),
+    [
+        (UserAgentSection(), "pyflink-crawler/0.1 (+https://github.com/pyflink-crawler/pyflink-crawler)"),
+        (
+            UserAgentSection("my_bot", "2.0-rc1", "mailto:ops@example.org"),
+            "my_bot/2.0-rc1 (+mailto:ops@example.org)",
+        ),
+    ],
+)
+def test_user_agent_header(section: UserAgentSection, header: str) -> None:
+    assert section.header == header
+
+
+def test_user_agent_header_starts_with_the_product_token() -> None:
+    config = load_config(overrides={"user_agent.product": "Example-Bot"})
+
+    assert config.user_agent.header.split("/", 1)[0] == "Example-Bot"

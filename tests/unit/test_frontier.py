@@ -1,0 +1,154 @@
+"""The per-host FIFO over a map store: order, push_front, bounds round trip, and a randomised
+comparison with ``collections.deque``."""
+
+from __future__ import annotations
+
+import collections
+import random
+
+import pytest
+
+from crawl.frontier import DictStore, HostQueue
+
+
+def _check(queue: HostQueue, store: DictStore, model: collections.deque[str]) -> None:
+    """The queue's invariants: bounds, length, and no entry outside the bounds."""
+    head, tail = queue.bounds
+    assert head <= tail
+    assert len(queue) == len(model) == tail - head
+    assert all(head <= key < tail for key in store.data)
+    assert [store.data[key] for key in range(head, tail)] == list(model)
+
+
+def test_new_queue_is_empty() -> None:
+    queue = HostQueue(DictStore())
+
+    assert len(queue) == 0
+    assert queue.bounds == (0, 0)
+    assert queue.pop() is None
+
+
+def test_fifo_order() -> None:
+    queue = HostQueue(DictStore())
+    for n in range(5):
+        queue.push(f"u{n}")
+
+    assert [queue.pop() for _ in range(6)] == ["u0", "u1", "u2", "u3", "u4", None]
+
+
+def test_pop_on_empty_changes_nothing() -> None:
+    store = DictStore()
+    queue = HostQueue(store, 7, 7)
+
+    assert queue.pop() is None
+    assert queue.pop() is None
+    assert queue.bounds == (7, 7)
+    assert store.data == {}
+
+
+def test_pop_removes_the_entry_from_the_store() -> None:
+    store = DictStore()
+    queue = HostQueue(store)
+    queue.push("a")
+    queue.push("b")
+
+    queue.pop()
+
+    assert store.data == {1: "b"}
+    assert queue.bounds == (1, 2)
+
+
+def test_push_front_comes_out_first() -> None:
+    queue = HostQueue(DictStore())
+    queue.push("a")
+    queue.push("b")
+
+    queue.push_front("retry")
+
+    assert len(queue) == 3
+    assert [queue.pop(), queue.pop(), queue.pop()] == ["retry", "a", "b"]
+
+
+def test_push_front_on_empty_queue_moves_head_below_zero() -> None:
+    store = DictStore()
+    queue = HostQueue(store)
+
+    queue.push_front("x")
+    queue.push_front("y")
+
+    assert queue.bounds == (-2, 0)
+    assert store.data == {-2: "y", -1: "x"}
+    assert [queue.pop(), queue.pop(), queue.pop()] == ["y", "x", None]
+
+
+def test_pop_skips_missing_entries() -> None:
+    # An entry lost from the store (a hole) must not stop the queue.
+    store = DictStore()
+    queue = HostQueue(store)
+    for payload in "abc":
+        queue.push(payload)
+    store.remove(0)
+    store.remove(1)
+
+    assert queue.pop() == "c"
+    assert queue.bounds == (3, 3)
+
+
+@pytest.mark.parametrize(("head", "tail"), [(1, 0), (5, -5)])
+def test_bounds_out_of_order_are_refused(head: int, tail: int) -> None:
+    with pytest.raises(ValueError, match=f"head={head} tail={tail}"):
+        HostQueue(DictStore(), head, tail)
+
+
+def test_bounds_round_trip() -> None:
+    store = DictStore()
+    queue = HostQueue(store)
+    for n in range(10):
+        queue.push(f"u{n}")
+    for _ in range(4):
+        queue.pop()
+    queue.push_front("again")
+    stored = queue.bounds
+
+    # As the keyed function does after a restore: a new queue over the same entries.
+    rebuilt = HostQueue(store, *stored)
+    rebuilt.push("u10")
+
+    assert len(rebuilt) == 8
+    drained = []
+    while (payload := rebuilt.pop()) is not None:
+        drained.append(payload)
+    assert drained == ["again", "u4", "u5", "u6", "u7", "u8", "u9", "u10"]
+    assert store.data == {}
+
+
+def test_matches_a_deque_under_random_operations() -> None:
+    rng = random.Random(20240521)
+    store = DictStore()
+    queue = HostQueue(store)
+    model: collections.deque[str] = collections.deque()
+
+    for step in range(6000):
+        roll = rng.random()
+        # Phases favour growth, then shrinking, so the queue both fills and empties repeatedly.
+        grow = (step // 500) % 2 == 0
+        if roll < (0.5 if grow else 0.25):
+            payload = f"push-{step}"
+            queue.push(payload)
+            model.append(payload)
+        elif roll < (0.6 if grow else 0.35):
+            payload = f"front-{step}"
+            queue.push_front(payload)
+            model.appendleft(payload)
+        elif roll < 0.97:
+            assert queue.pop() == (model.popleft() if model else None)
+        else:
+            # Store the bounds and rebuild, as after a checkpoint restore.
+            queue = HostQueue(store, *queue.bounds)
+        if step % 50 == 0:
+            _check(queue, store, model)
+
+    while model:
+        assert queue.pop() == model.popleft()
+    assert queue.pop() is None
+    _check(queue, store, model)

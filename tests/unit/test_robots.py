@@ -1,0 +1,319 @@
+"""robots.txt: what a fetch means for a host (record) and what the text allows (policy, RFC 9309).
+
+The last tests hold the policy against the synthetic web's own reading of every robots.txt it
+serves, for every page it has.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from crawl.config import PolitenessSection, RobotsSection
+from crawl.robots import RobotsPolicy, RobotsRecord, record_from_fetch, robots_url
+from synthweb import RobotsKind, SyntheticWeb, WebConfig
+from synthweb.urls import split_url
+
+TOKEN = "pyflink-crawler"
+CONFIG = RobotsSection(ttl_seconds=3600.0, unavailable_retry_seconds=60.0, max_bytes=2048)
+NOW = 1_700_000_000_000
+TTL_MS = 3_600_000
+RETRY_MS = 60_000
+
+
+def _policy(text: str | bytes, status: int = 200, max_delay: float = 30.0) -> RobotsPolicy:
+    body = text.encode("utf-8") if isinstance(text, str) else text
+    return RobotsPolicy(record_from_fetch(status, body, "", NOW, CONFIG), TOKEN, max_delay)
+
+
+# -- the record of a fetch --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "available", "expires", "kept_reason"),
+    [
+        (200, "", True, NOW + TTL_MS, ""),
+        (204, "", True, NOW + TTL_MS, ""),
+        (301, "", True, NOW + TTL_MS, ""),
+        (404, "", True, NOW + TTL_MS, ""),
+        (410, "", True, NOW + TTL_MS, ""),
+        (403, "", True, NOW + TTL_MS, ""),
+        (401, "", True, NOW + TTL_MS, ""),
+        (500, "", False, NOW + RETRY_MS, "http:500"),
+        (503, "", False, NOW + RETRY_MS, "http:503"),
+        (599, "http:599", False, NOW + RETRY_MS, "http:599"),
+        (0, "timeout:read", False, NOW + RETRY_MS, "timeout:read"),
+        (0, "dns:unresolved", False, NOW + RETRY_MS, "dns:unresolved"),
+        (0, "", False, NOW + RETRY_MS, "http:0"),
+    ],
+)
+def test_record_from_fetch(
+    status: int, reason: str, available: bool, expires: int, kept_reason: str
+) -> None:
+    record = record_from_fetch(status, b"User-agent: *\nDisallow: /\n", reason, NOW, CONFIG)
+
+    assert record.http_status == status
+    assert record.available is available
+    assert record.fetched_ms == NOW
+    assert record.expires_ms == expires
+    assert record.reason == kept_reason
+    assert record.body == ("User-agent: *\nDisallow: /\n" if 200 <= status < 300 else "")
+
+
+@pytest.mark.parametrize(
+    ("status", "now", "expired"),
+    [
+        (200, NOW, False),
+        (200, NOW + TTL_MS - 1, False),
+        (200, NOW + TTL_MS, True),
+        (404, NOW + TTL_MS - 1, False),
+        (404, NOW + TTL_MS, True),
+        (503, NOW + RETRY_MS - 1, False),
+        (503, NOW + RETRY_MS, True),
+        (0, NOW + RETRY_MS, True),
+    ],
+)
+def test_record_expires_after_ttl_or_retry(status: int, now: int, expired: bool) -> None:
+    record = record_from_fetch(status, b"", "timeout:read" if not status else "", NOW, CONFIG)
+
+    assert record.expired(now) is expired
+
+
+def test_record_body_is_cut_at_max_bytes() -> None:
+    body = b"User-agent: *\n" + b"#" * 3000 + b"\nDisallow: /\n"
+
+    record = record_from_fetch(200, body, "", NOW, CONFIG)
+
+    assert len(record.body) == CONFIG.max_bytes
+    assert RobotsPolicy(record, TOKEN, 30.0).allows_path("/anything")
+
+
+def test_record_body_cut_inside_a_character_still_decodes() -> None:
+    head = b"User-agent: *\nDisallow: /a\n#x"
+    body = head + "\u00e9".encode() * 2000
+    assert (CONFIG.max_bytes - len(head)) % 2 == 1  # the cut falls inside an "\u00e9"
+
+    record = record_from_fetch(200, body, "", NOW, CONFIG)
+
+    assert record.body.endswith("\u00e9\ufffd")
+    assert not RobotsPolicy(record, TOKEN, 30.0).allows_path("/a")
+
+
+def test_record_body_strips_the_bom_and_survives_bad_utf8() -> None:
+    body = b"\xef\xbb\xbfUser-agent: *\nDisallow: /\xff\n"
+
+    record = record_from_fetch(200, body, "", NOW, CONFIG)
+
+    assert record.body == "User-agent: *\nDisallow: /\ufffd\n"
+
+
+@pytest.mark.parametrize(
+    ("host", "scheme", "url"),
+    [
+        ("example.com", "http", "http://example.com/robots.txt"),
+        ("example.com:8080", "http", "http://example.com:8080/robots.txt"),
+        ("example.com", "https", "https://example.com/robots.txt"),
+    ],
+)
+def test_robots_url(host: str, scheme: str, url: str) -> None:
+    assert robots_url(host, scheme) == url
+
+
+# -- the policy: RFC 9309 ---------------------------------------------------------------------
+
+OURS_AND_STAR = (
+    "User-agent: *\nDisallow: /\n\n"
+    "User-agent: otherbot\nAllow: /\n\n"
+    "User-agent: pyflink-crawler\nDisallow: /no-bots/\n"
+)
+SHOUTING = "User-agent: *\nDisallow: /for-bots/\n\nUser-agent: PYFLINK-CRAWLER\nDisallow: /no/\n"
+LONGEST = "User-agent: *\nDisallow: /private/\nAllow: /private/public/\n"
+LONGEST_REVERSED = "User-agent: *\nAllow: /private/public/\nDisallow: /private/\n"
+TIE = "User-agent: *\nDisallow: /p/1\nAllow: /*/1\n"
+SAME_RULE = "User-agent: *\nDisallow: /a\nAllow: /a\n"
+WILDCARDS = "User-agent: *\nDisallow: /*.txt$\nDisallow: /exact$\nDisallow: /*/secret\n"
+BOM_CRLF = "\ufeffuser-AGENT:   *   \r\n# comment\r\nDisallow:/x   # why\r\nNoindex: /p/\r\n"
+HTML = (
+    "<!DOCTYPE html>\n<html><head><title>Welcome</title></head>\n"
+    "<body><h1>Welcome</h1><p>Disallow: this page</p></body></html>\n"
+)
+
+# (robots.txt text, path, allowed for "pyflink-crawler")
+VERDICTS = [
+    # our product token's group, not "*", and not another bot's
+    (OURS_AND_STAR, "/", True),
+    (OURS_AND_STAR, "/page", True),
+    (OURS_AND_STAR, "/no-bots/x", False),
+    ("User-agent: otherbot\nDisallow: /\n", "/page", True),
+    ("User-agent: *\nDisallow: /\n\nUser-agent: otherbot\nAllow: /\n", "/page", False),
+    ("User-agent: otherbot\nUser-agent: pyflink-crawler\nDisallow: /x\n", "/x", False),
+    # groups naming our token are merged
+    ("User-agent: pyflink-crawler\nDisallow: /a\n\nUser-agent: pyflink-crawler\nDisallow: /b\n",
+     "/b", False),
+    # the token matches case-insensitively
+    (SHOUTING, "/for-bots/x", True),
+    (SHOUTING, "/no/x", False),
+    ("User-agent: PyFlink-Crawler\nDisallow: /\n", "/x", False),
+    # the longest match wins, whatever the order
+    (LONGEST, "/private/x", False),
+    (LONGEST, "/private/public/x", True),
+    (LONGEST, "/privatex", True),
+    (LONGEST_REVERSED, "/private/x", False),
+    (LONGEST_REVERSED, "/private/public/x", True),
+    # Allow wins a tie with Disallow
+    (TIE, "/p/1", True),
+    (TIE, "/p/12", True),
+    (TIE, "/p/2", True),
+    (SAME_RULE, "/a", True),
+    # "$" anchors the end, "*" matches any run of characters
+    (WILDCARDS, "/a.txt", False),
+    (WILDCARDS, "/dir/b.txt", False),
+    (WILDCARDS, "/a.txt?x=1", True),
+    (WILDCARDS, "/a.txt/more", True),
+    (WILDCARDS, "/exact", False),
+    (WILDCARDS, "/exactly", True),
+    (WILDCARDS, "/a/secret", False),
+    (WILDCARDS, "/a/b/secret/c", False),
+    (WILDCARDS, "/secret", True),
+    ("User-agent: *\nDisallow: /a*b\n", "/ab", False),
+    ("User-agent: *\nDisallow: /a*b\n", "/a/x/b", False),
+    ("User-agent: *\nDisallow: /a*b\n", "/a", True),
+    # paths are case-sensitive; queries are part of the path
+    ("User-agent: *\nDisallow: /A\n", "/a", True),
+    ("User-agent: *\nDisallow: /search?q=\n", "/search?q=x", False),
+    ("User-agent: *\nDisallow: /search?q=\n", "/search", True),
+    # percent-encoded unreserved characters compare equal to the character
+    ("User-agent: *\nDisallow: /%7Euser\n", "/~user", False),
+    # an empty Disallow disallows nothing
+    ("User-agent: *\nDisallow:\n", "/", True),
+    ("User-agent: *\nDisallow:\n", "/anything", True),
+    ("User-agent: *\nDisallow: /\n", "/anything", False),
+    # BOM, odd case and spacing, CRLF, comments and unknown directives
+    (BOM_CRLF, "/x", False),
+    (BOM_CRLF, "/p/1", True),
+    # rules outside any group apply to nobody
+    ("# nothing for robots\nDisallow: /\nCrawl-delay: 5\n", "/x", True),
+    # garbage and HTML allow everything
+    ("this is not a robots.txt at all\n\x00\x01 {}[]\n", "/x", True),
+    (HTML, "/", True),
+    (HTML, "/page", True),
+    ("", "/x", True),
+    ("\n\n   \n", "/x", True),
+]
+
+
+@pytest.mark.parametrize(("text", "path", "allowed"), VERDICTS)
+def test_verdict(text: str, path: str, allowed: bool) -> None:
+    verdict = _policy(text).verdict(f"http://example.com{path}")
+
+    assert verdict == ((True, "") if allowed else (False, "robots:disallow"))
+
+
+def test_garbage_bytes_allow_everything() -> None:
+    policy = _policy(bytes(range(256)) * 3)
+
+    assert policy.verdict("http://example.com/x") == (True, "")
+    assert policy.crawl_delay_seconds == 0.0
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 410, 429, 301])
+def test_4xx_allows_everything(status: int) -> None:
+    policy = _policy("User-agent: *\nDisallow: /\n", status)
+
+    assert policy.verdict("http://example.com/private/") == (True, "")
+    assert policy.crawl_delay_seconds == 0.0
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "expected"),
+    [
+        (500, "", "robots:unavailable:http:500"),
+        (503, "", "robots:unavailable:http:503"),
+        (0, "timeout:read", "robots:unavailable:timeout:read"),
+        (0, "connect:refused", "robots:unavailable:connect:refused"),
+    ],
+)
+def test_unavailable_robots_denies_everything(status: int, reason: str, expected: str) -> None:
+    record = record_from_fetch(status, b"User-agent: *\nAllow: /\n", reason, NOW, CONFIG)
+    policy = RobotsPolicy(record, TOKEN, 30.0)
+
+    for path in ("/", "/page", "/robots.txt"):
+        allowed, why = policy.verdict(f"http://example.com{path}")
+        assert not allowed
+        assert why.startswith("robots:unavailable")
+        assert why == expected
+
+
+def test_unavailable_record_built_by_hand_names_its_status() -> None:
+    policy = RobotsPolicy(RobotsRecord(502, "", NOW, NOW + 1), TOKEN, 30.0)
+
+    assert policy.verdict("http://example.com/") == (False, "robots:unavailable:502")
+
+
+def test_policy_exposes_its_record() -> None:
+    record = record_from_fetch(404, b"", "", NOW, CONFIG)
+
+    assert RobotsPolicy(record, TOKEN, 30.0).record is record
+
+
+def test_token_is_matched_whatever_its_case() -> None:
+    record = record_from_fetch(200, b"User-agent: pyflink-crawler\nDisallow: /\n", "", NOW, CONFIG)
+
+    assert not RobotsPolicy(record, "PyFlink-Crawler", 30.0).allows_path("/x")
+
+
+# -- Crawl-delay ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "max_delay", "expected"),
+    [
+        ("User-agent: *\nCrawl-delay: 5\n", 30.0, 5.0),
+        ("User-agent: *\nCrawl-delay: 0.5\n", 30.0, 0.5),
+        ("User-agent: *\nCrawl-delay: 100\n", 30.0, 30.0),
+        ("User-agent: *\nCrawl-delay: 100\n", 2.5, 2.5),
+        ("User-agent: *\nCrawl-delay: 5\n", 0.0, 0.0),
+        ("User-agent: *\nCrawl-delay: 0\n", 30.0, 0.0),
+        ("User-agent: *\nCrawl-delay: -3\n", 30.0, 0.0),
+        ("User-agent: *\nCrawl-delay: soon\n", 30.0, 0.0),
+        ("User-agent: *\nCrawl-delay: inf\n", 30.0, 0.0),
+        ("User-agent: *\nDisallow: /x\n", 30.0, 0.0),
+        # our group applies, with its own delay or none
+        ("User-agent: *\nCrawl-delay: 3\n\nUser-agent: pyflink-crawler\nCrawl-delay: 1\n",
+         30.0, 1.0),
+        ("User-agent: *\nCrawl-delay: 3\n\nUser-agent: pyflink-crawler\nDisallow: /x\n",
+         30.0, 0.0),
+        ("User-agent: otherbot\nCrawl-delay: 9\n", 30.0, 0.0),
+        ("# outside any group\nCrawl-delay: 5\n", 30.0, 0.0),
+    ],
+)
+def test_crawl_delay(text: str, max_delay: float, expected: float) -> None:
+    assert _policy(text, max_delay=max_delay).crawl_delay_seconds == expected
+
+
+@pytest.mark.parametrize("status", [404, 503, 0])
+def test_crawl_delay_is_zero_without_robots(status: int) -> None:
+    assert _policy("User-agent: *\nCrawl-delay: 5\n", status).crawl_delay_seconds == 0.0
+
+
+# -- the synthetic web ------------------------------------------------------------------------
+
+WEB = SyntheticWeb(WebConfig(seed=1, hosts=30))
+
+
+def test_synthetic_web_has_every_kind_of_robots() -> None:
+    kinds = {WEB.robots_rules(host).kind for host in WEB.host_names()}
+
+    assert kinds == set(RobotsKind)
+
+
+@pytest.mark.parametrize("host", WEB.host_names())
+def test_policy_agrees_with_the_synthetic_web(host: str) -> None:
+    robots = WEB.robots_rules(host)
+    record = record_from_fetch(robots.status, robots.body, "", NOW, RobotsSection())
+    policy = RobotsPolicy(record, TOKEN, PolitenessSection().max_crawl_delay_seconds)
+
+    verdicts = {split_url(page.url)[1]: policy.verdict(page.url)[0] for page in WEB.pages(host)}
+
+    expected = {path: robots.allowed(path, TOKEN) for path in verdicts}
+    assert verdicts == expected, f"{robots.kind}/{robots.variant}"
+    assert policy.crawl_delay_seconds == (robots.crawl_delay(TOKEN) or 0.0)
