@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ipaddress
 import socket
 import threading
 import time
@@ -100,7 +101,7 @@ def _error_reason(error: BaseException) -> str:
         return "bad-response:payload"
     if isinstance(error, aiohttp.ClientResponseError):
         message = (error.message or "").lower()
-        if "too long" in message or "too large" in message:
+        if "too long" in message or "too large" in message or "got more than" in message:
             return "bad-response:header-too-large"
         return "bad-response:invalid"
     if isinstance(error, aiohttp.InvalidURL):
@@ -135,6 +136,37 @@ async def _note_request_sent(
         sent.wall, sent.monotonic, sent.noted = time.time(), time.monotonic(), True
 
 
+class _RecordingResolver(aiohttp.ThreadedResolver):
+    """The default resolver, remembering the first address of each host (for WARC-IP-Address
+    when the connection is gone before it could be asked)."""
+
+    def __init__(self, remembered: int = 4096) -> None:
+        super().__init__()
+        self._addresses: dict[str, str] = {}
+        self._remembered = remembered
+
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> Any:
+        answers = await super().resolve(host, port, family)
+        if answers:
+            if len(self._addresses) >= self._remembered:
+                self._addresses.pop(next(iter(self._addresses)))
+            self._addresses[host] = str(answers[0]["host"])
+        return answers
+
+    def address_of(self, host: str) -> str:
+        if _is_ip_literal(host):
+            return host
+        return self._addresses.get(host, "")
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
 def _decode_header(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
@@ -147,9 +179,14 @@ class HttpFetcher:
     """
 
     def __init__(
-        self, session: aiohttp.ClientSession, fetch: FetchSection, user_agent: UserAgentSection
+        self,
+        session: aiohttp.ClientSession,
+        fetch: FetchSection,
+        user_agent: UserAgentSection,
+        resolver: _RecordingResolver | None = None,
     ) -> None:
         self._session = session
+        self._resolver = resolver
         self._config = fetch
         self._user_agent = user_agent.header
         self._timeout = aiohttp.ClientTimeout(
@@ -161,11 +198,13 @@ class HttpFetcher:
     @classmethod
     async def create(cls, fetch: FetchSection, user_agent: UserAgentSection) -> HttpFetcher:
         """Open the session (must run on the target loop)."""
+        resolver = _RecordingResolver()
         connector = aiohttp.TCPConnector(
             limit=fetch.max_connections,
             limit_per_host=0 if fetch.proxy else 2,
             ttl_dns_cache=300,
             enable_cleanup_closed=True,
+            resolver=resolver,
         )
         tracing = aiohttp.TraceConfig()
         tracing.on_request_headers_sent.append(_note_request_sent)
@@ -179,11 +218,22 @@ class HttpFetcher:
             max_line_size=16 * 1024,
             max_field_size=16 * 1024,
         )
-        return cls(session, fetch, user_agent)
+        return cls(session, fetch, user_agent, resolver)
 
     async def aclose(self) -> None:
         """Close the session and its connections."""
         await self._session.close()
+
+    def _peer_address(self, response: aiohttp.ClientResponse) -> str:
+        """The server's IP address: from the socket while it is held, else as resolved."""
+        connection = response.connection
+        transport = connection.transport if connection is not None else None
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        if peer:
+            return str(peer[0])
+        if self._resolver is not None and response.url.host:
+            return self._resolver.address_of(response.url.host)
+        return ""
 
     async def fetch(
         self,
@@ -224,10 +274,8 @@ class HttpFetcher:
                 ]
                 if follow_redirects and response.history:
                     result.url = str(response.url)
-                if not self._config.proxy and response.connection is not None:
-                    peer = response.connection.transport.get_extra_info("peername")
-                    if peer:
-                        result.ip_address = str(peer[0])
+                if not self._config.proxy:
+                    result.ip_address = self._peer_address(response)
                 body = bytearray()
                 async for chunk in response.content.iter_chunked(_READ_CHUNK):
                     room = limit - len(body)

@@ -69,7 +69,12 @@ class FetchOrder:
 
 @dataclasses.dataclass(slots=True)
 class Wake:
-    """The outcome of a wake-up: results to emit, a fetch to start, when to wake up next."""
+    """The outcome of a wake-up: results to emit, a fetch to start, when to wake up next.
+
+    While a fetch is in flight (``start`` set, or the host's fetch not done) ``wake_at_ms`` is
+    None: the caller polls the fetch (:meth:`HostScheduler.poll_at_ms`) and wakes the host
+    again once it is done.
+    """
 
     results: list[FetchResult] = dataclasses.field(default_factory=list)
     start: FetchOrder | None = None
@@ -121,9 +126,7 @@ class HostScheduler:
         wake = Wake()
         if in_flight is not None:
             if not in_flight.done():
-                elapsed = now_ms - state.lease_started_ms
-                wake.wake_at_ms = now_ms + poll_delay_ms(elapsed, state.last_duration_ms)
-                return wake
+                return wake  # still in flight: the caller polls it (see poll_at_ms)
             self._collect(host, state, in_flight, now_ms, wake)
         elif state.lease_kind:
             # The fetch under this lease was lost with a failed process: fetch it again.
@@ -141,7 +144,6 @@ class HostScheduler:
             url = robots_url(host)
             self._lease(state, LEASE_ROBOTS, url, now_ms)
             wake.start = FetchOrder(url, LEASE_ROBOTS, "P", "")
-            wake.wake_at_ms = now_ms + max(5, state.last_duration_ms)
             return wake
 
         policy = self.policy(host, state.robots)
@@ -175,8 +177,13 @@ class HostScheduler:
                 return wake
             self._lease(state, LEASE_PAGE, payload, now_ms)
             wake.start = FetchOrder(url, LEASE_PAGE, hops, via)
-            wake.wake_at_ms = now_ms + max(5, state.last_duration_ms)
             return wake
+
+    @staticmethod
+    def poll_at_ms(state: HostState, now_ms: int) -> int:
+        """When to look again at the host's fetch in flight (see :func:`poll_delay_ms`)."""
+        elapsed = now_ms - state.lease_started_ms
+        return now_ms + poll_delay_ms(elapsed, max(5, state.last_duration_ms))
 
     def _collect(
         self,

@@ -34,6 +34,7 @@ from crawl.fetcher import HttpFetcher, IoLoop
 from crawl.frontier import HostQueue
 from crawl.layout import OutputLayout
 from crawl.model import FetchResult
+from crawl.politeness import poll_delay_ms
 from crawl.progress import StageStatus
 from crawl.robots import RobotsRecord
 from crawl.scheduler import LEASE_ROBOTS, HostScheduler, HostState
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 STATE_VERSION = 1
 
 # Rows are read by position: PyFlink's thread mode returns rows without field names.
+_LEASE_KIND = 5
 _WAKE_MS = 8
 _ROBOTS_FETCHED_MS = 3
 
@@ -111,6 +113,12 @@ class FetchFunction(KeyedProcessFunction):
         self._io = IoLoop(f"fetch-io-{subtask.index}")
         self._fetcher = self._io.run(HttpFetcher.create(config.fetch, config.user_agent))
         self._in_flight: dict[str, concurrent.futures.Future[FetchResult]] = {}
+        # Polls of fetches in flight are timers kept in memory only: a poll costs no state
+        # access. After a restore such timers fire unknown and are ignored; the lease in state
+        # (with no fetch in memory) makes the host's next timer recover it.
+        self._polls: dict[str, int] = {}
+        self._lease_started: dict[str, int] = {}
+        self._expected: dict[str, int] = {}
         # Queue lengths of the hosts seen by this subtask, for the figures only.
         self._queued: dict[str, int] = {}
         self._queued_total = 0
@@ -152,15 +160,28 @@ class FetchFunction(KeyedProcessFunction):
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext):
         host = ctx.get_current_key()
-        row = self._host.value()
-        if row is None or row[_WAKE_MS] != timestamp:
-            return  # superseded by a later registration
-        state = self._load(row)
-        now = ctx.timer_service().current_processing_time()
         in_flight = self._in_flight.get(host)
+        now = ctx.timer_service().current_processing_time()
+        if self._polls.get(host) == timestamp:
+            # A poll of the fetch in flight: decided from memory, no state touched.
+            if in_flight is not None and not in_flight.done():
+                self._poll(host, ctx, now, self._lease_started.get(host, now))
+                return
+            del self._polls[host]
+            row = self._host.value()
+        else:
+            row = self._host.value()
+            if row is None:
+                return
+            restored_lease = bool(row[_LEASE_KIND]) and in_flight is None
+            if row[_WAKE_MS] != timestamp and not restored_lease:
+                return  # superseded by a later registration
+        state = self._load(row)
         wake = self._scheduler.wake(host, state, in_flight, now)
         if in_flight is not None and in_flight.done():
             del self._in_flight[host]
+            self._lease_started.pop(host, None)
+            self._expected.pop(host, None)
         if wake.start is not None:
             order = wake.start
             self._in_flight[host] = self._io.submit(
@@ -172,7 +193,10 @@ class FetchFunction(KeyedProcessFunction):
                     max_bytes=self._config.robots.max_bytes if order.kind == LEASE_ROBOTS else None,
                 )
             )
+            self._lease_started[host] = state.lease_started_ms
             self._status.count(f"started.{order.kind}")
+        if host in self._in_flight:
+            self._poll(host, ctx, now, state.lease_started_ms, state.last_duration_ms)
         if wake.budget_exhausted:
             self._status.gauges["budget_exhausted"] = 1
         wake_ms = 0
@@ -184,6 +208,21 @@ class FetchFunction(KeyedProcessFunction):
         for result in wake.results:
             self._status.count(f"results.{result.status.value}")
         yield from wake.results
+
+    def _poll(
+        self,
+        host: str,
+        ctx: KeyedProcessFunction.OnTimerContext,
+        now: int,
+        started_ms: int,
+        expected_ms: int | None = None,
+    ) -> None:
+        """Wake ``host`` again to look at its fetch in flight (a timer known only in memory)."""
+        if expected_ms is not None:
+            self._expected[host] = expected_ms
+        at = now + poll_delay_ms(now - started_ms, max(5, self._expected.get(host, 5)))
+        self._polls[host] = at
+        ctx.timer_service().register_processing_time_timer(at)
 
     def _load(self, row: Row | None) -> HostState:
         if row is None:
