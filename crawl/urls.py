@@ -12,10 +12,11 @@ born (seed injection, link extraction), so the loop only carries canonical URLs.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import zlib
-from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 __all__ = [
     "NORMALIZATION_VERSION",
@@ -37,6 +38,13 @@ _ALLOWED_LITERAL = _UNRESERVED | frozenset("!$&'()*+,;=:@/?%")
 _PERCENT_RE = re.compile(r"%([0-9A-Fa-f]{2})")
 _STRIP_INSIDE = str.maketrans("", "", "\t\n\r")
 _HOST_LABEL_RE = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?$")
+# Fast paths: a component with nothing to decode or encode, and a host that is already a
+# lower-case DNS name (no port, no user info, not an IPv4 literal).
+_CLEAN_COMPONENT = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*\Z")
+_SIMPLE_HOST = re.compile(
+    r"(?=.*[a-z_-])(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\Z"
+)
+_SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 class UrlError(ValueError):
@@ -50,6 +58,9 @@ class UrlError(ValueError):
 
 def _normalize_percent(component: str) -> str:
     """Upper-case escapes, decode unreserved characters, encode anything not allowed."""
+
+    if _CLEAN_COMPONENT.match(component):
+        return component
 
     def fix_escape(match: re.Match[str]) -> str:
         char = chr(int(match.group(1), 16))
@@ -78,7 +89,7 @@ def _normalize_percent(component: str) -> str:
 
 def _remove_dot_segments(path: str) -> str:
     """RFC 3986 section 5.2.4."""
-    if "." not in path:
+    if "/." not in path:
         return path
     output: list[str] = []
     segments = path.split("/")
@@ -127,24 +138,50 @@ def _normalize_host(host: str, url: str) -> str:
 
 def normalize(url: str) -> str:
     """The canonical form of an absolute http(s) URL; raises :class:`UrlError` otherwise."""
-    cleaned = url.strip("\x00\t\n\r\x0b\x0c ").translate(_STRIP_INSIDE)
+    return _normalize(url.strip("\x00\t\n\r\x0b\x0c ").translate(_STRIP_INSIDE), url)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _normalize(cleaned: str, url: str) -> str:
+    # Cached: pages of a site repeat the same links (navigation), so most calls are hits.
     if not cleaned:
         raise UrlError("url:empty", url)
     try:
         parts = urlsplit(cleaned)
-        hostname = parts.hostname
     except ValueError as error:
         raise UrlError("url:unparseable", url) from error
     # Outside the try above: UrlError is a ValueError and must keep its own reason.
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS:
         raise UrlError(f"url:scheme:{scheme or 'none'}"[:40], url)
+    netloc = parts.netloc
+    if not netloc:
+        raise UrlError("url:no-host", url)
+    if len(netloc) > 253 or not _SIMPLE_HOST.match(netloc):
+        netloc = _normalize_netloc(parts, scheme, url)
+    path = parts.path
+    if not path:
+        path = "/"
+    elif not _CLEAN_COMPONENT.match(path):
+        path = _normalize_percent(path.replace("\\", "/")) or "/"
+    path = _remove_dot_segments(path)
+    query = _normalize_percent(parts.query)
+    result = f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
+    if len(result) > MAX_URL_LENGTH:
+        raise UrlError("url:too-long", url)
+    return result
+
+
+def _normalize_netloc(parts: SplitResult, scheme: str, url: str) -> str:
+    """Host (lower case, punycode, canonical IP literal), non-default port and user info."""
+    try:
+        hostname = parts.hostname
+    except ValueError as error:
+        raise UrlError("url:unparseable", url) from error
     try:
         port = parts.port
     except ValueError:
         raise UrlError("url:bad-port", url) from None
-    if not parts.netloc:
-        raise UrlError("url:no-host", url)
     host = _normalize_host(
         hostname if not parts.netloc.rpartition("@")[2].startswith("[") else f"[{hostname}]",
         url,
@@ -157,22 +194,32 @@ def normalize(url: str) -> str:
     userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
     if userinfo:
         netloc = f"{_normalize_percent(userinfo)}@{netloc}"
-    path = _remove_dot_segments(_normalize_percent(parts.path.replace("\\", "/")) or "/")
-    query = _normalize_percent(parts.query)
-    result = urlunsplit(SplitResult(scheme, netloc, path, query, ""))
-    if len(result) > MAX_URL_LENGTH:
-        raise UrlError("url:too-long", url)
-    return result
+    return netloc
 
 
 def resolve(base: str, href: str) -> str:
-    """Resolve a link found on page ``base`` and normalise it (browser-like whitespace rules)."""
+    """Resolve a link found on page ``base`` and normalise it (browser-like whitespace rules).
+
+    ``base`` must be a normalised URL (as every page URL of the crawl is). Links that are
+    absolute, or relative to the host's root, skip the general RFC 3986 merge.
+    """
     cleaned = href.strip("\x00\t\n\r\x0b\x0c ").translate(_STRIP_INSIDE).replace("\\", "/")
+    if cleaned.startswith(("http://", "https://")):
+        return _normalize(cleaned, href)
+    if cleaned.startswith("/") and not cleaned.startswith("//"):
+        root = base.find("/", base.find("//") + 2)
+        if root > 0:
+            return _normalize(base[:root] + cleaned, href)
+    elif cleaned and cleaned[0] not in "/?#" and ":" not in cleaned.split("/", 1)[0]:
+        # A relative path: merge with the base's directory (dot segments go in _normalize).
+        query = base.find("?")
+        base_path = base if query < 0 else base[:query]
+        return _normalize(base_path[: base_path.rfind("/") + 1] + cleaned, href)
     try:
         absolute = urljoin(base, cleaned)
     except ValueError as error:
         raise UrlError("url:unparseable", href) from error
-    return normalize(absolute)
+    return _normalize(absolute, href)
 
 
 def host_of(url: str) -> str:

@@ -97,3 +97,22 @@ def test_synthetic_web_pages_give_the_model_links() -> None:
             assert found == expected, page.url
             checked += 1
     assert checked > 20
+
+
+def test_a_document_lxml_refuses_falls_back_to_beautiful_soup() -> None:
+    # lxml sees no element at all in a lone comment and raises; the fallback reads it.
+    assert extract_links(_page(b"<!-- only a comment -->")).urls == []
+    body = b"<!-- c --><a href='x'>x</a>"
+    assert extract_links(_page(body)).urls == ["http://a.test/dir/x"]
+
+
+def test_xhtml_with_an_xml_declaration() -> None:
+    body = (b"<?xml version='1.0' encoding='utf-8'?>\n<html xmlns='http://www.w3.org/1999/xhtml'>"
+            b"<body><a href='x'>x</a></body></html>")
+    assert extract_links(_page(body, "application/xhtml+xml")).urls == ["http://a.test/dir/x"]
+
+
+def test_unknown_charset_name_is_ignored() -> None:
+    body = '<a href="caf\u00e9">c</a>'.encode()
+    parsed = extract_links(_page(body, "text/html; charset=x-no-such-charset"))
+    assert parsed.urls == ["http://a.test/dir/caf%C3%A9"]
