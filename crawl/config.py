@@ -163,6 +163,7 @@ class CrawlSection:
     parallelism: int = 1
     vnodes: int = 256
     progress_seconds: float = 5.0
+    recent_urls: int = 100_000
 
     def _validate(self) -> None:
         _check(self, "crawl", "max_pages", lambda v: v >= 0, "an integer >= 0 (0: no budget)")
@@ -170,6 +171,7 @@ class CrawlSection:
         _check(self, "crawl", "parallelism", lambda v: 1 <= v <= 1024, "an integer from 1 to 1024")
         _check(self, "crawl", "vnodes", lambda v: 1 <= v <= 32768, "an integer from 1 to 32768")
         _check(self, "crawl", "progress_seconds", _positive, "a number > 0")
+        _check(self, "crawl", "recent_urls", lambda v: v >= 0, "an integer >= 0 (0: no cache)")
         if self.parallelism > self.vnodes:
             raise ConfigError(
                 f"crawl.parallelism: {self.parallelism} exceeds crawl.vnodes ({self.vnodes})"

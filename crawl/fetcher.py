@@ -189,6 +189,10 @@ class HttpFetcher:
         self._resolver = resolver
         self._config = fetch
         self._user_agent = user_agent.header
+        #: Time from a fetch's submission to its request leaving, summed (ms) and counted:
+        #: how long fetches wait for the event loop (a busy interpreter shows here first).
+        self.send_lag_ms = 0.0
+        self.sent = 0
         self._timeout = aiohttp.ClientTimeout(
             total=fetch.total_timeout_seconds,
             sock_connect=fetch.connect_timeout_seconds,
@@ -243,8 +247,13 @@ class HttpFetcher:
         via: str = "",
         follow_redirects: bool = False,
         max_bytes: int | None = None,
+        submitted: float | None = None,
     ) -> FetchResult:
-        """GET ``url``; every outcome is a FetchResult (never raises for what the web does)."""
+        """GET ``url``; every outcome is a FetchResult (never raises for what the web does).
+
+        ``submitted`` (``time.monotonic()`` when the fetch was handed to the loop) feeds
+        :attr:`send_lag_ms`.
+        """
         limit = max_bytes if max_bytes is not None else self._config.max_content_bytes
         headers = {
             "User-Agent": self._user_agent,
@@ -301,4 +310,7 @@ class HttpFetcher:
         # after this coroutine started (waiting for the interpreter lock or a connection).
         result.started_ms = int(sent.wall * 1000)
         result.duration_ms = int((time.monotonic() - sent.monotonic) * 1000)
+        if submitted is not None and sent.noted:
+            self.send_lag_ms += (sent.monotonic - submitted) * 1000
+            self.sent += 1
         return result

@@ -3,8 +3,9 @@
 For every outcome :class:`PageProcessor` writes the WARC request/response pair (when there was
 an HTTP response), one crawl log line, and returns the loop lines to send round: the page's
 outlinks (or its redirect target) grouped by vnode, plus the page's own outcome in the line of
-its own vnode, for the crawl DB. Each line gets a unique id: ``producer_id`` (unique per
-subtask attempt) and a sequence number. robots.txt fetches (hop ``P``, the prerequisite of a host)
+its own vnode, for the crawl DB. Links this subtask sent lately are dropped first
+(:class:`RecentUrls`). Each line gets a unique id: ``producer_id`` (unique per subtask attempt)
+and a sequence number. robots.txt fetches (hop ``P``, the prerequisite of a host)
 are archived and logged but are not pages: they produce no loop line.
 """
 
@@ -19,10 +20,35 @@ from crawl.status import Status
 from crawl.urls import UrlError, host_of, resolve, vnode_of
 from crawl.warc_writer import WarcFileWriter, sha1_digest
 
-__all__ = ["PREREQUISITE_HOP", "PageProcessor"]
+__all__ = ["PREREQUISITE_HOP", "PageProcessor", "RecentUrls"]
 
 #: Hop code of a robots.txt fetch (Heritrix calls these prerequisites).
 PREREQUISITE_HOP = "P"
+
+
+class RecentUrls:
+    """URLs this subtask sent to the crawl DB lately: a bounded set in two generations.
+
+    Mercator's lesson: most links point to a few popular pages, so a small cache in front of
+    the URL-seen test drops most repeats before they cost a loop record and a state lookup.
+    Holds between ``capacity / 2`` and ``capacity`` URLs; lookups and inserts are O(1).
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._half = max(1, capacity // 2) if capacity > 0 else 0
+        self._current: set[str] = set()
+        self._previous: set[str] = set()
+
+    def add(self, url: str) -> bool:
+        """Remember ``url``; False if it was already remembered (a repeat to drop)."""
+        if not self._half:
+            return True
+        if url in self._current or url in self._previous:
+            return False
+        self._current.add(url)
+        if len(self._current) >= self._half:
+            self._previous, self._current = self._current, set()
+        return True
 
 
 class PageProcessor:
@@ -35,6 +61,7 @@ class PageProcessor:
         vnodes: int,
         status: StageStatus,
         producer_id: str,
+        recent_urls: int = 0,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -42,6 +69,7 @@ class PageProcessor:
         self._status = status
         self._producer_id = producer_id
         self._lines = 0
+        self._recent = RecentUrls(recent_urls)
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
@@ -60,6 +88,10 @@ class PageProcessor:
         status.count(f"pages.{result.status.value}")
         found = self._outlinks(result)
         status.count("links.found", len(found))
+        fresh = [item for item in found if self._recent.add(item[0])]
+        if len(fresh) < len(found):
+            status.count("links.recent", len(found) - len(fresh))
+            found = fresh
         own_vnode = vnode_of(host_of(result.url), self._vnodes)
         done: DoneEvent = (
             result.url,

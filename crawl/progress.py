@@ -43,6 +43,10 @@ class StageStatus:
         self.gauges: dict[str, float] = {}
         #: Gauges computed by the writer thread (for figures too costly to keep per record).
         self.gauge_functions: dict[str, Callable[[], float]] = {}
+        #: CPU seconds of the operator's handlers (thread time: waiting for the interpreter
+        #: lock does not count); reported as ``busy_pct`` of wall time.
+        self.busy_seconds = 0.0
+        self._busy_seen = (0.0, time.monotonic())
         self._directory = Path(directory)
         self._directory.mkdir(parents=True, exist_ok=True)
         self._path = self._directory / f"{stage}-{subtask:05d}.json"
@@ -69,6 +73,11 @@ class StageStatus:
                 gauges[name] = function()
             except Exception:  # noqa: BLE001 - e.g. a dict resized under us: skip this once
                 pass
+        busy, now = self.busy_seconds, time.monotonic()
+        seen_busy, seen_at = self._busy_seen
+        if busy and now > seen_at:
+            gauges["busy_pct"] = round(100.0 * (busy - seen_busy) / (now - seen_at), 1)
+        self._busy_seen = (busy, now)
         snapshot["gauges"] = gauges
         temporary = self._path.with_name(
             f".{self._path.name}.{os.getpid()}.{threading.get_ident()}.tmp"

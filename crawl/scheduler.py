@@ -91,29 +91,40 @@ class HostScheduler:
         robots: RobotsSection,
         user_agent: UserAgentSection,
         budget: PageBudget,
-        policy_cache_size: int = 4096,
+        policy_cache_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._politeness = politeness
         self._robots = robots
         self._token = user_agent.product
         self._budget = budget
         self._policies: OrderedDict[str, RobotsPolicy] = OrderedDict()
-        self._policy_cache_size = policy_cache_size
+        self._policy_cache_bytes = policy_cache_bytes
+        self._cached_bytes = 0
 
     def policy(self, host: str, record: RobotsRecord) -> RobotsPolicy:
-        """The parsed robots policy of ``host`` (parsed once per robots.txt fetch, LRU)."""
+        """The parsed robots policy of ``host``: parsed once per robots.txt fetch and kept in an
+        LRU cache bounded by the size of the robots.txt texts it holds."""
         policy = self._policies.get(host)
-        if policy is not None and (
-            policy.record.fetched_ms == record.fetched_ms
-            and policy.record.http_status == record.http_status
-        ):
+        if policy is not None and policy.record.fetched_ms == record.fetched_ms:
             self._policies.move_to_end(host)
             return policy
+        if policy is not None:
+            self._cached_bytes -= len(policy.record.body) + 256
         policy = RobotsPolicy(record, self._token, self._politeness.max_crawl_delay_seconds)
         self._policies[host] = policy
-        if len(self._policies) > self._policy_cache_size:
-            self._policies.popitem(last=False)
+        self._policies.move_to_end(host)
+        self._cached_bytes += len(record.body) + 256
+        while self._cached_bytes > self._policy_cache_bytes and len(self._policies) > 1:
+            _, evicted = self._policies.popitem(last=False)
+            self._cached_bytes -= len(evicted.record.body) + 256
         return policy
+
+    def cached_record(self, host: str, fetched_ms: int) -> RobotsRecord | None:
+        """The robots record of ``host`` fetched at ``fetched_ms`` if the cache holds it."""
+        policy = self._policies.get(host)
+        if policy is not None and policy.record.fetched_ms == fetched_ms:
+            return policy.record
+        return None
 
     def wake(
         self,

@@ -15,6 +15,7 @@ State, keyed by vnode:
 from __future__ import annotations
 
 import json
+import time
 
 from pyflink.common import Row, Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
@@ -74,6 +75,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._status.close()
 
     def process_element(self, value: tuple[int, str], ctx: KeyedProcessFunction.Context):
+        began = time.thread_time()
         vnode, payload = value
         status = self._status
         try:
@@ -102,5 +104,6 @@ class CrawlDbFunction(KeyedProcessFunction):
             status.count("urls.new")
         self._known.update(known)
         self._known_by_vnode[vnode] = known
-        for host, items in batches.items():
-            yield host, json.dumps(items, separators=(",", ":"))
+        out = [(host, json.dumps(items, separators=(",", ":"))) for host, items in batches.items()]
+        status.busy_seconds += time.thread_time() - began
+        yield from out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from pyflink.datastream import FlatMapFunction, RuntimeContext
 
@@ -73,6 +74,15 @@ class DecodeFunction(FlatMapFunction):
                 self._status.gauges["loop_files_pending"] = self._janitor.pending
 
     def flat_map(self, value):
+        began = time.thread_time()
+        try:
+            decoded = self._decode(value)
+        finally:
+            self._status.busy_seconds += time.thread_time() - began
+        if decoded is not None:
+            yield decoded
+
+    def _decode(self, value) -> tuple[int, str] | None:
         line, path = value[0], value[1]
         if self._janitor is not None:
             self._janitor.saw(path, line)
@@ -80,9 +90,9 @@ class DecodeFunction(FlatMapFunction):
             vnode, payload = decode_line(line)
         except LoopRecordError:
             self._status.count("lines.bad")
-            return
+            return None
         if vnode >= self._vnodes:
             self._status.count("lines.bad")
-            return
+            return None
         self._status.count("lines.in")
-        yield vnode, payload
+        return vnode, payload

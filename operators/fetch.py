@@ -23,6 +23,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import logging
+import time
 
 from pyflink.common import Row, Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
@@ -49,7 +50,7 @@ STATE_VERSION = 1
 # Rows are read by position: PyFlink's thread mode returns rows without field names.
 _LEASE_KIND = 5
 _WAKE_MS = 8
-_ROBOTS_FETCHED_MS = 3
+_ROBOTS_FETCHED_MS = 9
 
 HOST_ROW = Types.ROW_NAMED(
     [
@@ -62,6 +63,7 @@ HOST_ROW = Types.ROW_NAMED(
         "lease_payload",
         "lease_started_ms",
         "wake_ms",
+        "robots_fetched_ms",
     ],
     [
         Types.INT(),
@@ -71,6 +73,7 @@ HOST_ROW = Types.ROW_NAMED(
         Types.LONG(),
         Types.STRING(),
         Types.STRING(),
+        Types.LONG(),
         Types.LONG(),
         Types.LONG(),
     ],
@@ -122,6 +125,13 @@ class FetchFunction(KeyedProcessFunction):
         # Queue lengths of the hosts seen by this subtask, for the figures only.
         self._queued: dict[str, int] = {}
         self._queued_total = 0
+        self._status.gauge_functions["send_lag_ms"] = self._send_lag
+        self._lag_seen = (0.0, 0)
+        # How late timers fire, summed and counted: an overloaded task shows here.
+        self._lateness_ms = 0
+        self._timers = 0
+        self._lateness_seen = (0, 0)
+        self._status.gauge_functions["timer_lateness_ms"] = self._timer_lateness
         self._status.gauge_functions["hosts_active"] = lambda: len(
             self._queued.keys() | self._in_flight.keys()
         )
@@ -143,10 +153,12 @@ class FetchFunction(KeyedProcessFunction):
         self._status.close()
 
     def process_element(self, value: tuple[str, str], ctx: KeyedProcessFunction.Context):
+        began = time.thread_time()
+        self._status.count("batches.in")
         host = value[0]
         payloads = json.loads(value[1])
         row = self._host.value()
-        state = self._load(row)
+        state = self._load(host, row)
         for item in payloads:
             state.queue.push(json.dumps(item, separators=(",", ":")))
         self._status.count("urls.in", len(payloads))
@@ -155,28 +167,41 @@ class FetchFunction(KeyedProcessFunction):
             now = ctx.timer_service().current_processing_time()
             wake_ms = max(now, state.next_allowed_ms)
             ctx.timer_service().register_processing_time_timer(wake_ms)
-        self._save(host, state, wake_ms)
+        self._save(host, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
+        self._status.busy_seconds += time.thread_time() - began
         yield from ()
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext):
+        began = time.thread_time()
+        try:
+            results = self._wake(timestamp, ctx)
+        finally:
+            # Measured before yielding: the chained process stage runs inside the yields.
+            self._status.busy_seconds += time.thread_time() - began
+        yield from results
+
+    def _wake(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> list[FetchResult]:
         host = ctx.get_current_key()
         in_flight = self._in_flight.get(host)
         now = ctx.timer_service().current_processing_time()
+        self._lateness_ms += now - timestamp
+        self._timers += 1
+        self._status.count("timers")
         if self._polls.get(host) == timestamp:
             # A poll of the fetch in flight: decided from memory, no state touched.
             if in_flight is not None and not in_flight.done():
                 self._poll(host, ctx, now, self._lease_started.get(host, now))
-                return
+                return []
             del self._polls[host]
             row = self._host.value()
         else:
             row = self._host.value()
             if row is None:
-                return
+                return []
             restored_lease = bool(row[_LEASE_KIND]) and in_flight is None
             if row[_WAKE_MS] != timestamp and not restored_lease:
-                return  # superseded by a later registration
-        state = self._load(row)
+                return []  # superseded by a later registration
+        state = self._load(host, row)
         wake = self._scheduler.wake(host, state, in_flight, now)
         if in_flight is not None and in_flight.done():
             del self._in_flight[host]
@@ -191,6 +216,7 @@ class FetchFunction(KeyedProcessFunction):
                     via=order.via,
                     follow_redirects=order.kind == LEASE_ROBOTS,
                     max_bytes=self._config.robots.max_bytes if order.kind == LEASE_ROBOTS else None,
+                    submitted=time.monotonic(),
                 )
             )
             self._lease_started[host] = state.lease_started_ms
@@ -203,11 +229,25 @@ class FetchFunction(KeyedProcessFunction):
         if wake.wake_at_ms is not None:
             wake_ms = wake.wake_at_ms
             ctx.timer_service().register_processing_time_timer(wake_ms)
-        self._save(host, state, wake_ms)
+        self._save(host, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
         self._status.gauges["in_flight"] = len(self._in_flight)
         for result in wake.results:
             self._status.count(f"results.{result.status.value}")
-        yield from wake.results
+        return wake.results
+
+    def _send_lag(self) -> float:
+        """Mean time (ms) fetches waited for the event loop since the last figures."""
+        total, count = self._fetcher.send_lag_ms, self._fetcher.sent
+        seen_total, seen_count = self._lag_seen
+        self._lag_seen = (total, count)
+        return round((total - seen_total) / (count - seen_count), 1) if count > seen_count else 0.0
+
+    def _timer_lateness(self) -> float:
+        """Mean lateness (ms) of the timers fired since the last figures."""
+        total, count = self._lateness_ms, self._timers
+        seen_total, seen_count = self._lateness_seen
+        self._lateness_seen = (total, count)
+        return round((total - seen_total) / (count - seen_count), 1) if count > seen_count else 0.0
 
     def _poll(
         self,
@@ -224,15 +264,15 @@ class FetchFunction(KeyedProcessFunction):
         self._polls[host] = at
         ctx.timer_service().register_processing_time_timer(at)
 
-    def _load(self, row: Row | None) -> HostState:
+    def _load(self, host: str, row: Row | None) -> HostState:
         if row is None:
             return HostState(HostQueue(self._queue))
-        _, head, tail, next_allowed, last_duration, kind, payload, started, _ = tuple(row)
-        robots_row = self._robots.value()
-        robots = RobotsRecord(*tuple(robots_row)[1:]) if robots_row is not None else None
+        _, head, tail, next_allowed, last_duration, kind, payload, started, _, robots_ms = tuple(
+            row
+        )
         return HostState(
             HostQueue(self._queue, head, tail),
-            robots,
+            self._robots_record(host, robots_ms),
             next_allowed,
             last_duration,
             kind,
@@ -240,8 +280,20 @@ class FetchFunction(KeyedProcessFunction):
             started,
         )
 
-    def _save(self, host: str, state: HostState, wake_ms: int) -> None:
+    def _robots_record(self, host: str, fetched_ms: int) -> RobotsRecord | None:
+        """The host's robots.txt record: from the parsed-policy cache, else from state."""
+        if not fetched_ms:
+            return None
+        cached = self._scheduler.cached_record(host, fetched_ms)
+        if cached is not None:
+            return cached
+        robots_row = self._robots.value()  # after a restore, or evicted from the cache
+        return RobotsRecord(*tuple(robots_row)[1:]) if robots_row is not None else None
+
+    def _save(self, host: str, state: HostState, wake_ms: int, stored_robots_ms: int) -> None:
         head, tail = state.queue.bounds
+        robots = state.robots
+        robots_ms = robots.fetched_ms if robots is not None else 0
         self._host.update(
             Row(
                 STATE_VERSION,
@@ -253,22 +305,20 @@ class FetchFunction(KeyedProcessFunction):
                 state.lease_payload,
                 state.lease_started_ms,
                 wake_ms,
+                robots_ms,
             )
         )
-        robots = state.robots
-        if robots is not None:
-            stored = self._robots.value()
-            if stored is None or stored[_ROBOTS_FETCHED_MS] != robots.fetched_ms:
-                self._robots.update(
-                    Row(
-                        STATE_VERSION,
-                        robots.http_status,
-                        robots.body,
-                        robots.fetched_ms,
-                        robots.expires_ms,
-                        robots.reason,
-                    )
+        if robots is not None and robots_ms != stored_robots_ms:
+            self._robots.update(
+                Row(
+                    STATE_VERSION,
+                    robots.http_status,
+                    robots.body,
+                    robots.fetched_ms,
+                    robots.expires_ms,
+                    robots.reason,
                 )
+            )
         queued = len(state.queue)
         self._queued_total += queued - self._queued.get(host, 0)
         if queued:

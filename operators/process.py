@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 import uuid
 
 from pyflink.datastream import FlatMapFunction, RuntimeContext
@@ -70,6 +71,7 @@ class ProcessFunction(FlatMapFunction):
             config.crawl.vnodes,
             self._status,
             producer_id=f"{subtask.index}.{uuid.uuid4().hex[:12]}",
+            recent_urls=config.crawl.recent_urls,
         )
 
 
@@ -86,7 +88,10 @@ class ProcessFunction(FlatMapFunction):
         self._status.close()
 
     def flat_map(self, value: FetchResult):
-        yield from self._processor.process(value)
+        began = time.thread_time()
+        lines = self._processor.process(value)
+        self._status.busy_seconds += time.thread_time() - began
+        yield from lines
 
 
 def _host_address() -> str:

@@ -10,7 +10,7 @@ import pytest
 from crawl.crawl_log import CrawlLogWriter, parse_line
 from crawl.loop import decode_line, parse_payload
 from crawl.model import FetchResult
-from crawl.processing import PageProcessor
+from crawl.processing import PageProcessor, RecentUrls
 from crawl.progress import StageStatus
 from crawl.status import Status
 from crawl.urls import vnode_of
@@ -126,3 +126,35 @@ def test_outcomes_without_response_are_logged_and_reported(
     entry = parse_line((folder / "crawl.log").read_text().splitlines()[0])
     assert entry["status"] is status
     assert entry["reason"] == reason
+
+
+def test_recent_urls_drops_repeats_within_capacity() -> None:
+    recent = RecentUrls(4)  # two generations of two URLs
+    assert recent.add("a")
+    assert recent.add("b")  # the generation {a, b} is full: it becomes the older one
+    assert not recent.add("a")
+    assert recent.add("c")
+    assert not recent.add("b")
+    assert recent.add("d")  # {c, d} is full: {a, b} is forgotten
+    assert recent.add("a")
+    assert not recent.add("c")
+    unlimited = RecentUrls(0)
+    assert unlimited.add("x")
+    assert unlimited.add("x")
+
+
+def test_links_sent_lately_are_not_sent_again(tmp_path: Path) -> None:
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.t", recent_urls=100)
+    first = _lines_by_vnode(page_processor.process(_html_result()))
+    second = _lines_by_vnode(page_processor.process(_html_result()))
+    assert sum(len(found) for found, _ in first.values()) == 3
+    assert sum(len(found) for found, _ in second.values()) == 0
+    own = vnode_of("a.test", VNODES)
+    assert second[own][1][0][1] == "FETCHED"  # the page's own outcome still goes round
+    assert status.counters["links.recent"] == 3
+    warc.close()
+    log.close()
+    status.close()

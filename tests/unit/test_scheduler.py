@@ -166,3 +166,14 @@ def test_a_failing_future_becomes_a_fetch_error(tmp_path: Path) -> None:
     assert result.reason == "fetch:internal:RuntimeError"
     assert result.url == f"http://{HOST}/a"
     assert state.lease_kind == ""
+
+
+def test_policy_cache_is_bounded_by_robots_text_size(tmp_path: Path) -> None:
+    scheduler = HostScheduler(POLITENESS, RobotsSection(), UserAgentSection(),
+                              PageBudget(tmp_path / "budget", 0), policy_cache_bytes=10_000)
+    body = "User-agent: *\nDisallow: /x\n" + "#" * 3000
+    for number in range(5):
+        scheduler.policy(f"h{number}.test", RobotsRecord(200, body, number + 1, 10**9))
+    assert scheduler.cached_record("h4.test", 5) is not None
+    assert scheduler.cached_record("h0.test", 1) is None  # evicted, least recently used
+    assert scheduler.cached_record("h4.test", 6) is None  # another fetch of robots.txt
