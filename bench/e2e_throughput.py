@@ -1,0 +1,198 @@
+"""End-to-end pages/s: our crawler against Scrapy, on the same synthetic web, in the same run.
+
+Each round starts a fresh synthetic web (same seed, so the same web), crawls it with our crawler
+(``python -m job crawl``, the full pipeline on the local MiniCluster) and then with Scrapy
+(``bench/scrapy_baseline.py``), at the same politeness (one request per host at a time, the same
+delay between requests, no response-time factor since Scrapy has none) and the same page budget.
+Both are measured the same way, from the synthetic web's own request log: page requests
+(robots.txt excluded) divided by the time from the first to the last request. The crawler's
+own figures (its summary) are reported beside, as is the CPU time of each crawler's processes.
+
+Usage: ``python bench/e2e_throughput.py --hosts 300 --runs 3 [--delay 0] [--budget 0]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+_REPOSITORY = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(_REPOSITORY))
+sys.path.insert(0, str(_REPOSITORY / "bench"))
+
+from scrapy_baseline import run_scrapy  # noqa: E402
+
+from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log  # noqa: E402
+
+TOKEN = "pyflink-crawler"
+
+
+class TreeCpu:
+    """CPU seconds of a process and all its descendants, sampled from /proc while it runs."""
+
+    def __init__(self, root: int) -> None:
+        self._root = root
+        self._seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _descendants(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry))
+        found, stack = [], [self._root]
+        while stack:
+            pid = stack.pop()
+            found.append(pid)
+            stack.extend(children.get(pid, ()))
+        return found
+
+    def _sample(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        for pid in self._descendants():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            cpu = (int(fields[11]) + int(fields[12])) / tick
+            self._seen[pid] = max(self._seen.get(pid, 0.0), cpu)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self._sample()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return sum(self._seen.values())
+
+
+def from_request_log(records: list[RequestRecord]) -> dict[str, Any]:
+    """Pages, window and pages/s as the server saw them (robots.txt requests excluded)."""
+    pages = [r for r in records if r.path != "/robots.txt"]
+    if not pages:
+        return {"pages": 0, "window_s": 0.0, "pages_per_s": 0.0}
+    window = max(r.end for r in pages) - min(r.start for r in pages)
+    return {
+        "pages": len(pages),
+        "window_s": round(window, 2),
+        "pages_per_s": round(len(pages) / window, 1) if window > 0 else 0.0,
+    }
+
+
+def run_ours(proxy: str, seeds: list[str], args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    seeds_file = work / "seeds.txt"
+    seeds_file.write_text("\n".join(seeds) + "\n", encoding="utf-8")
+    out = work / "out"
+    command = [
+        sys.executable, "-m", "job", "crawl", "--seeds", str(seeds_file), "--out", str(out),
+        "--proxy", proxy, "--delay", str(args.delay), "--idle-seconds", "6",
+        "--max-pages", str(args.budget), "--parallelism", str(args.parallelism),
+        "--set", "politeness.response_time_factor=0",
+    ]
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=_REPOSITORY, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    cpu = TreeCpu(process.pid)
+    output, _ = process.communicate(timeout=1800)
+    cpu_s = cpu.stop()
+    if process.returncode != 0:
+        raise RuntimeError(f"crawl failed ({process.returncode}):\n{output[-3000:]}")
+    summary = json.loads((out / "summary.json").read_text())
+    return {
+        "wall_s": round(time.monotonic() - started, 1),
+        "cpu_s": round(cpu_s, 1),
+        "own_pages_per_s": summary["pages_per_second"],
+        "own_pages": summary["pages"],
+    }
+
+
+def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix=f"e2e-{crawler}-") as folder:
+        work = Path(folder)
+        config = WebConfig(seed=args.web_seed, hosts=args.hosts)
+        with SyntheticWebServer(config, work / "requests.jsonl") as server:
+            seeds = server.web.seeds()
+            if crawler == "ours":
+                figures = run_ours(server.proxy_url, seeds, args, work)
+            else:
+                result = run_scrapy(server.proxy_url, seeds, delay=args.delay,
+                                    budget=args.budget)
+                figures = {
+                    "wall_s": round(result["wall_s"], 1),
+                    "cpu_s": round(result["cpu_s"], 1),
+                    "own_pages_per_s": round(result["pages_per_s"], 1),
+                    "own_pages": result["pages"],
+                }
+            records = server.request_log()
+            expected = server.web.expected_crawl(seeds, TOKEN)
+        figures.update(from_request_log(records))
+        figures["audit_problems"] = len(
+            audit_log(records, expected, min_delay=args.delay, complete=False,
+                      check_user_agent=crawler == "ours")
+        )
+        figures["cpu_ms_per_page"] = round(1000 * figures["cpu_s"] / max(1, figures["pages"]), 2)
+        return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=300)
+    parser.add_argument("--web-seed", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--budget", type=int, default=0, help="page budget (0: whole web)")
+    parser.add_argument("--parallelism", type=int, default=1)
+    parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    args = parser.parse_args()
+
+    print(f"load before: {os.getloadavg()}", flush=True)
+    rows: dict[str, list[dict[str, Any]]] = {"ours": [], "scrapy": []}
+    for round_number in range(1, args.runs + 1):
+        order = ("ours", "scrapy") if round_number % 2 else ("scrapy", "ours")
+        for crawler in order:
+            figures = one_round(args, crawler)
+            rows[crawler].append(figures)
+            print(f"round {round_number} {crawler:6} {json.dumps(figures)}", flush=True)
+    print(f"load after: {os.getloadavg()}")
+
+    def median(crawler: str, key: str) -> float:
+        return statistics.median(row[key] for row in rows[crawler])
+
+    print()
+    print("| crawler | pages | pages/s (server log) | own pages/s | CPU ms/page | wall s |"
+          " audit problems |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for crawler in ("ours", "scrapy"):
+        print(f"| {crawler} | {median(crawler, 'pages'):.0f} | "
+              f"{median(crawler, 'pages_per_s'):.1f} | {median(crawler, 'own_pages_per_s'):.1f} | "
+              f"{median(crawler, 'cpu_ms_per_page'):.2f} | {median(crawler, 'wall_s'):.1f} | "
+              f"{median(crawler, 'audit_problems'):.0f} |")
+    ratios = [o["pages_per_s"] / s["pages_per_s"] for o, s in zip(rows["ours"], rows["scrapy"],
+                                                                   strict=True)]
+    print(f"\nours / scrapy pages/s, per round: {[round(r, 2) for r in ratios]}; "
+          f"median {statistics.median(ratios):.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},
+                                         "rows": rows, "ratios": ratios}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
