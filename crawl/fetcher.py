@@ -25,6 +25,7 @@ import aiohttp
 
 from crawl.config import FetchSection, UserAgentSection
 from crawl.model import FetchResult
+from crawl.progress import RunningMean
 from crawl.status import Status
 
 __all__ = ["HttpFetcher", "IoLoop", "status_for_http"]
@@ -189,10 +190,9 @@ class HttpFetcher:
         self._resolver = resolver
         self._config = fetch
         self._user_agent = user_agent.header
-        #: Time from a fetch's submission to its request leaving, summed (ms) and counted:
-        #: how long fetches wait for the event loop (a busy interpreter shows here first).
-        self.send_lag_ms = 0.0
-        self.sent = 0
+        #: Time (ms) from a fetch's submission to its request leaving: how long fetches wait
+        #: for the event loop (a busy interpreter shows here first).
+        self.send_lag_ms = RunningMean()
         self._timeout = aiohttp.ClientTimeout(
             total=fetch.total_timeout_seconds,
             sock_connect=fetch.connect_timeout_seconds,
@@ -311,6 +311,5 @@ class HttpFetcher:
         result.started_ms = int(sent.wall * 1000)
         result.duration_ms = int((time.monotonic() - sent.monotonic) * 1000)
         if submitted is not None and sent.noted:
-            self.send_lag_ms += (sent.monotonic - submitted) * 1000
-            self.sent += 1
+            self.send_lag_ms.add((sent.monotonic - submitted) * 1000)
         return result

@@ -9,6 +9,7 @@ every subtask, ``budget/`` the page-budget ledger, ``checkpoints/`` and ``savepo
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 __all__ = ["OutputLayout"]
@@ -66,6 +67,14 @@ class OutputLayout:
     def holds_crawl(self) -> bool:
         """Whether a crawl has already used this directory."""
         return self.loop.exists() or self.warc.exists() or self.checkpoints.exists()
+
+    def clear(self) -> None:
+        """Remove what a previous crawl wrote here (only the crawl's own entries)."""
+        for path in (self.warc, self.logs, self.loop, self.status, self.budget,
+                     self.checkpoints, self.savepoints, self.flink_conf):
+            if path.exists():
+                shutil.rmtree(path)
+        self.summary.unlink(missing_ok=True)
 
     def make(self) -> None:
         """Create the directories a crawl writes into."""

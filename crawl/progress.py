@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CrawlFigures", "QuietTracker", "StageStatus", "is_idle", "read_statuses"]
+__all__ = [
+    "CrawlFigures",
+    "QuietTracker",
+    "RunningMean",
+    "StageStatus",
+    "is_idle",
+    "read_statuses",
+]
 
 
 class StageStatus:
@@ -98,6 +105,29 @@ class StageStatus:
         self._stop.set()
         self._thread.join(timeout=5)
         self.write()
+
+
+class RunningMean:
+    """A figure summed and counted as it happens; :meth:`take` gives the mean since the last
+    take (for gauges such as "how late did timers fire lately")."""
+
+    __slots__ = ("_seen", "count", "total")
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.count = 0
+        self._seen = (0.0, 0)
+
+    def add(self, value: float) -> None:
+        self.total += value
+        self.count += 1
+
+    def take(self) -> float:
+        """Mean of the values added since the last call (0 when none), rounded to 0.1."""
+        total, count = self.total, self.count
+        seen_total, seen_count = self._seen
+        self._seen = (total, count)
+        return round((total - seen_total) / (count - seen_count), 1) if count > seen_count else 0.0
 
 
 def read_statuses(directory: str | Path) -> list[dict[str, Any]]:

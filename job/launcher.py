@@ -17,7 +17,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -169,7 +169,7 @@ def _stop_with_savepoint(client: Any, layout: OutputLayout, out: TextIO) -> str:
             if attempt == STOP_ATTEMPTS:
                 raise CrawlError(f"could not stop the job with a savepoint: {error}") from error
             print(f"stopping failed ({_first_line(error)}); retrying", file=out, flush=True)
-            _wait_until_running(client)
+            _wait_until_running(client, layout)
     raise AssertionError("unreachable")
 
 
@@ -179,7 +179,7 @@ def _first_line(error: BaseException) -> str:
     return (causes[-1] if causes else text.splitlines()[0] if text else type(error).__name__)[:300]
 
 
-def _wait_until_running(client: Any, timeout: float = 120.0) -> None:
+def _wait_until_running(client: Any, layout: OutputLayout, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         state = _job_state(client)
@@ -187,7 +187,7 @@ def _wait_until_running(client: Any, timeout: float = 120.0) -> None:
             time.sleep(2.0)  # let the restarted tasks open before stopping them again
             return
         if state in ("FAILED", "CANCELED", "FINISHED"):
-            _raise_job_failure(client, state)
+            _raise_job_failure(client, state, layout)
             return
         time.sleep(_POLL_SECONDS)
     raise CrawlError("the job did not come back after a failed stop")
@@ -200,7 +200,6 @@ def run_local_crawl(
     overwrite: bool = False,
     out: TextIO = sys.stdout,
     flink_conf: Path = DEFAULT_FLINK_CONF,
-    on_started: Callable[[], None] | None = None,
 ) -> CrawlSummary:
     """Crawl from ``seeds`` on the local MiniCluster until the budget or idleness stops it."""
     layout = OutputLayout(Path(config.crawl.output_dir))
@@ -217,8 +216,7 @@ def run_local_crawl(
             raise CrawlError(
                 f"{layout.root} already holds a crawl; choose another --out or pass --overwrite"
             )
-        for path in (layout.root,):
-            shutil.rmtree(path)
+        layout.clear()
     layout.make()
     accepted, rejected = write_seed_file(layout.loop, seeds, config.crawl.vnodes)
     for seed, reason in rejected:
@@ -226,66 +224,22 @@ def run_local_crawl(
     if not accepted:
         raise CrawlError("no valid seed URL to start from")
 
-    settings = flink_configuration(config, layout, flink_conf)
-    _write_flink_conf_dir(settings, layout)
-    os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)
-    os.environ["FLINK_LOG_DIR"] = str(layout.flink_logs)
-
-    from pyflink.common import Configuration
-    from pyflink.datastream import StreamExecutionEnvironment
-
-    from job.topology import build_topology
-
-    configuration = Configuration()
-    for key, value in settings.items():
-        configuration.set_string(key, value)
-    env = StreamExecutionEnvironment.get_execution_environment(configuration)
-    env.set_parallelism(config.crawl.parallelism)
-    env.set_max_parallelism(config.crawl.vnodes)
-    build_topology(env, config, layout)
-
-    print(f"crawling {accepted} seed(s) into {layout.root}", file=out)
+    client = _submit(config, layout, flink_conf)
     started = time.time()
-    client = env.execute_async(JOB_NAME)
     rest = _rest_address(layout)
-    print(f"Flink job {client.get_job_id()} submitted" + (f"; REST API at {rest}" if rest else ""),
-          file=out, flush=True)
-    if on_started is not None:
-        on_started()
-
-    budget = PageBudget(layout.budget, config.crawl.max_pages)
-    quiet = QuietTracker()
-    watch = _Watch(started=time.monotonic())
-    reason = ""
-    savepoint = ""
+    print(
+        f"crawling {accepted} seed(s) into {layout.root}; Flink job {client.get_job_id()}"
+        + (f", REST API at {rest}" if rest else ""),
+        file=out,
+        flush=True,
+    )
     try:
-        while True:
-            time.sleep(_POLL_SECONDS)
-            state = _job_state(client)
-            if state in ("FAILED", "CANCELED", "FINISHED"):
-                _raise_job_failure(client, state)
-                reason = f"job {state.lower()}"
-                break
-            now = time.monotonic()
-            figures = CrawlFigures.from_statuses(read_statuses(layout.status))
-            _maybe_print_progress(figures, watch, now, config.crawl.progress_seconds, out)
-            stop = _stop_reason(
-                figures,
-                budget,
-                config.crawl.max_pages,
-                quiet.quiet_for(figures, now),
-                config.crawl.idle_seconds,
-            )
-            if stop:
-                reason = stop
-                print(f"stopping: {reason}", file=out, flush=True)
-                savepoint = _stop_with_savepoint(client, layout, out)
-                break
+        reason, savepoint = _watch(client, config, layout, out)
     except KeyboardInterrupt:
         reason = "interrupted"
         print("\ninterrupted: stopping with a savepoint ...", file=out, flush=True)
         savepoint = _stop_with_savepoint(client, layout, out)
-    _wait_for_end(client)
+    _wait_for_end(client, layout)
     finished = time.time()
     for recovered in recover_open_files(layout.warc, config.warc.prefix):
         print(f"finalised a WARC file left open: {recovered.final_path}", file=out)
@@ -303,6 +257,55 @@ def run_local_crawl(
     return summary
 
 
+def _submit(config: Config, layout: OutputLayout, flink_conf: Path) -> Any:
+    """Point Flink at this crawl's configuration, build the job and start it."""
+    settings = flink_configuration(config, layout, flink_conf)
+    _write_flink_conf_dir(settings, layout)
+    # Read by the JVM PyFlink starts for the MiniCluster (JVM options, logging).
+    os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)
+    os.environ["FLINK_LOG_DIR"] = str(layout.flink_logs)
+
+    from pyflink.common import Configuration
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    from job.topology import build_topology
+
+    configuration = Configuration()
+    for key, value in settings.items():
+        configuration.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env.set_parallelism(config.crawl.parallelism)
+    env.set_max_parallelism(config.crawl.vnodes)
+    build_topology(env, config, layout)
+    return env.execute_async(JOB_NAME)
+
+
+def _watch(client: Any, config: Config, layout: OutputLayout, out: TextIO) -> tuple[str, str]:
+    """Print progress until the job ends or a stop condition holds; returns (reason, savepoint)."""
+    budget = PageBudget(layout.budget, config.crawl.max_pages)
+    quiet = QuietTracker()
+    watch = _Watch(started=time.monotonic())
+    while True:
+        time.sleep(_POLL_SECONDS)
+        state = _job_state(client)
+        if state in ("FAILED", "CANCELED", "FINISHED"):
+            _raise_job_failure(client, state, layout)
+            return f"job {state.lower()}", ""
+        now = time.monotonic()
+        figures = CrawlFigures.from_statuses(read_statuses(layout.status))
+        _maybe_print_progress(figures, watch, now, config.crawl.progress_seconds, out)
+        reason = _stop_reason(
+            figures,
+            budget,
+            config.crawl.max_pages,
+            quiet.quiet_for(figures, now),
+            config.crawl.idle_seconds,
+        )
+        if reason:
+            print(f"stopping: {reason}", file=out, flush=True)
+            return reason, _stop_with_savepoint(client, layout, out)
+
+
 def _job_state(client: Any) -> str:
     try:
         return str(client.get_job_status().result()).rsplit(".", 1)[-1]
@@ -310,23 +313,21 @@ def _job_state(client: Any) -> str:
         return "FINISHED"
 
 
-def _raise_job_failure(client: Any, state: str) -> None:
+def _raise_job_failure(client: Any, state: str, layout: OutputLayout) -> None:
     if state != "FAILED":
         return
+    _wait_for_end(client, layout)
+    raise CrawlError(f"the Flink job failed (details in {layout.flink_logs})")
+
+
+def _wait_for_end(client: Any, layout: OutputLayout) -> None:
+    """Wait for the job's end; a failed job raises CrawlError with its root cause."""
     try:
         client.get_job_execution_result().result()
     except Exception as error:  # noqa: BLE001 - report the cause, whatever it is
-        raise CrawlError(f"the Flink job failed: {error}") from error
-    raise CrawlError("the Flink job failed")
-
-
-def _wait_for_end(client: Any) -> None:
-    try:
-        client.get_job_execution_result().result()
-    except Exception as error:  # noqa: BLE001
-        message = str(error)
-        if "stop" not in message.lower() and "savepoint" not in message.lower():
-            raise CrawlError(f"the Flink job ended with an error: {message[:2000]}") from error
+        raise CrawlError(
+            f"the Flink job failed: {_first_line(error)} (details in {layout.flink_logs})"
+        ) from error
 
 
 def _maybe_print_progress(

@@ -36,7 +36,7 @@ from crawl.frontier import HostQueue
 from crawl.layout import OutputLayout
 from crawl.model import FetchResult
 from crawl.politeness import poll_delay_ms
-from crawl.progress import StageStatus
+from crawl.progress import RunningMean, StageStatus
 from crawl.robots import RobotsRecord
 from crawl.scheduler import LEASE_ROBOTS, HostScheduler, HostState
 from operators.context import Lifecycle, subtask_of
@@ -125,17 +125,13 @@ class FetchFunction(KeyedProcessFunction):
         # Queue lengths of the hosts seen by this subtask, for the figures only.
         self._queued: dict[str, int] = {}
         self._queued_total = 0
-        self._status.gauge_functions["send_lag_ms"] = self._send_lag
-        self._lag_seen = (0.0, 0)
-        # How late timers fire, summed and counted: an overloaded task shows here.
-        self._lateness_ms = 0
-        self._timers = 0
-        self._lateness_seen = (0, 0)
-        self._status.gauge_functions["timer_lateness_ms"] = self._timer_lateness
+        self._status.gauge_functions["send_lag_ms"] = self._fetcher.send_lag_ms.take
+        # How late timers fire: an overloaded task (or interpreter) shows here first.
+        self._lateness_ms = RunningMean()
+        self._status.gauge_functions["timer_lateness_ms"] = self._lateness_ms.take
         self._status.gauge_functions["hosts_active"] = lambda: len(
             self._queued.keys() | self._in_flight.keys()
         )
-
 
     def close(self) -> None:
         Lifecycle.closed("fetch", self._subtask, self._shutdown)
@@ -184,8 +180,7 @@ class FetchFunction(KeyedProcessFunction):
         host = ctx.get_current_key()
         in_flight = self._in_flight.get(host)
         now = ctx.timer_service().current_processing_time()
-        self._lateness_ms += now - timestamp
-        self._timers += 1
+        self._lateness_ms.add(now - timestamp)
         self._status.count("timers")
         if self._polls.get(host) == timestamp:
             # A poll of the fetch in flight: decided from memory, no state touched.
@@ -234,20 +229,6 @@ class FetchFunction(KeyedProcessFunction):
         for result in wake.results:
             self._status.count(f"results.{result.status.value}")
         return wake.results
-
-    def _send_lag(self) -> float:
-        """Mean time (ms) fetches waited for the event loop since the last figures."""
-        total, count = self._fetcher.send_lag_ms, self._fetcher.sent
-        seen_total, seen_count = self._lag_seen
-        self._lag_seen = (total, count)
-        return round((total - seen_total) / (count - seen_count), 1) if count > seen_count else 0.0
-
-    def _timer_lateness(self) -> float:
-        """Mean lateness (ms) of the timers fired since the last figures."""
-        total, count = self._lateness_ms, self._timers
-        seen_total, seen_count = self._lateness_seen
-        self._lateness_seen = (total, count)
-        return round((total - seen_total) / (count - seen_count), 1) if count > seen_count else 0.0
 
     def _poll(
         self,

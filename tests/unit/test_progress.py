@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from crawl.progress import CrawlFigures, QuietTracker, StageStatus, is_idle, read_statuses
+from crawl.progress import (
+    CrawlFigures,
+    QuietTracker,
+    RunningMean,
+    StageStatus,
+    is_idle,
+    read_statuses,
+)
 
 HOUR = 3600.0  # an interval long enough that the writer thread never writes during a test
 
@@ -233,3 +240,14 @@ def test_never_quiet_before_any_counter() -> None:
 )
 def test_is_idle(queued: float, quiet_seconds: float, idle_seconds: float, idle: bool) -> None:
     assert is_idle(_figures(5, queued=queued), quiet_seconds, idle_seconds) is idle
+
+
+def test_running_mean_gives_the_mean_since_the_last_take() -> None:
+    mean = RunningMean()
+    assert mean.take() == 0.0
+    mean.add(10)
+    mean.add(20)
+    assert mean.take() == 15.0
+    assert mean.take() == 0.0
+    mean.add(1.26)
+    assert mean.take() == 1.3
