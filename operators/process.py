@@ -23,6 +23,7 @@ from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
 from crawl.warc_writer import WarcFileWriter, recover_open_files
 from operators.context import Lifecycle, subtask_of
+from operators.faults import FaultInjector
 
 __all__ = ["ProcessFunction"]
 
@@ -65,6 +66,7 @@ class ProcessFunction(FlatMapFunction):
             },
         )
         self._log = CrawlLogWriter(layout.logs / f"crawl-{subtask.index:05d}.log")
+        self._faults = FaultInjector("process", layout.root)
         self._processor = PageProcessor(
             self._warc,
             self._log,
@@ -88,6 +90,7 @@ class ProcessFunction(FlatMapFunction):
         self._status.close()
 
     def flat_map(self, value: FetchResult):
+        self._faults.tick()
         began = time.thread_time()
         lines = self._processor.process(value)
         self._status.busy_seconds += time.thread_time() - began

@@ -8,6 +8,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.crawl_log import parse_line
+from operators.faults import ENVIRONMENT_VARIABLE
 from synthweb import SyntheticWebServer, audit_log
 from tests.integration.crawl_runner import run_crawl
 
@@ -95,3 +96,34 @@ def test_page_budget_is_exact_across_parallel_subtasks(
     out = tmp_path / "out"
     assert not list((out / "warc").glob("*.open"))
     assert len(_warc_responses(out)) == len(records)
+
+
+def test_crawl_recovers_from_a_failure_without_losing_a_url(
+    tmp_path: Path, web_server: SyntheticWebServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process stage fails once mid-crawl; the job restores its last checkpoint and
+    finishes: every reachable page fetched, repeats only within the in-flight window."""
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "process:60")
+    seeds = web_server.web.seeds()
+    process, summary = run_crawl(
+        tmp_path, seeds, web_server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6"
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert summary["stop_reason"] == "idle"
+    out = tmp_path / "out"
+    assert (out / "faults" / "fired-process").exists(), "the failure was not injected"
+    flink_log = "".join(p.read_text() for p in (out / "logs" / "flink").glob("*.log"))
+    assert "InjectedFault" in flink_log
+    assert "switched from state RESTARTING to RUNNING" in flink_log
+
+    expected = web_server.web.expected_crawl(seeds, TOKEN)
+    records = web_server.request_log()
+    problems = audit_log(records, expected, min_delay=DELAY)
+    repeats = [p for p in problems if "requested" in p and "times" in p]
+    assert [p for p in problems if p not in repeats] == []
+    # Fetches in flight or done since the last checkpoint before the failure may be repeated.
+    assert len(repeats) <= 30, repeats
+
+    assert not list((out / "warc").glob("*.open"))
+    responses = _warc_responses(out)
+    assert set(expected.fetch) <= responses.keys()

@@ -1,0 +1,35 @@
+"""The fault injector fails once, at the configured record, only when asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from operators.faults import ENVIRONMENT_VARIABLE, FaultInjector, InjectedFault
+
+
+def test_fails_once_at_the_configured_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "process:3")
+    injector = FaultInjector("process", tmp_path)
+    injector.tick()
+    injector.tick()
+    with pytest.raises(InjectedFault, match="fired-process"):
+        injector.tick()
+    injector.tick()
+    after_restart = FaultInjector("process", tmp_path)
+    for _ in range(10):
+        after_restart.tick()
+
+
+@pytest.mark.parametrize("setting", ["", "fetch:3", "process:x", "process"])
+def test_inert_unless_asked_for_this_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, setting)
+    injector = FaultInjector("process", tmp_path)
+    for _ in range(10):
+        injector.tick()
+    assert not (tmp_path / "faults").exists()
