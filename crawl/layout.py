@@ -68,6 +68,16 @@ class OutputLayout:
         """Whether a crawl has already used this directory."""
         return self.loop.exists() or self.warc.exists() or self.checkpoints.exists()
 
+    def latest_restore_point(self) -> Path | None:
+        """The newest savepoint, or else the newest completed checkpoint, None if neither."""
+        savepoints = [p for p in self.savepoints.glob("savepoint-*") if (p / "_metadata").exists()]
+        if savepoints:
+            return max(savepoints, key=lambda p: (p / "_metadata").stat().st_mtime)
+        checkpoints = [p for p in self.checkpoints.glob("*/chk-*") if (p / "_metadata").exists()]
+        if checkpoints:
+            return max(checkpoints, key=lambda p: (p / "_metadata").stat().st_mtime)
+        return None
+
     def clear(self) -> None:
         """Remove what a previous crawl wrote here (only the crawl's own entries)."""
         for path in (self.warc, self.logs, self.loop, self.status, self.budget,

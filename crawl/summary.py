@@ -31,6 +31,8 @@ class CrawlSummary:
     hosts: int = 0
     first_fetch_ms: int = 0
     last_fetch_ms: int = 0
+    #: Pages fetched by this run (a resumed crawl's logs hold earlier runs too).
+    run_pages: int = 0
     bad_log_lines: int = 0
     urls_known: int = 0
     elapsed_seconds: float = 0.0
@@ -50,9 +52,9 @@ class CrawlSummary:
 
     @property
     def pages_per_second(self) -> float:
-        """Pages over the fetching window (first to last fetch)."""
+        """This run's pages over its fetching window (its first to its last fetch)."""
         window = (self.last_fetch_ms - self.first_fetch_ms) / 1000.0
-        return self.pages / window if window > 0 else 0.0
+        return self.run_pages / window if window > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         data = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
@@ -69,7 +71,8 @@ class CrawlSummary:
             "",
             f"crawl finished ({self.stop_reason or 'stopped'}) after {self.elapsed_seconds:.1f} s",
             f"  pages fetched   {self.pages}  ({self.pages_per_second:.1f} pages/s "
-            "over the fetching window)",
+            "over the fetching window"
+            + (f"; {self.run_pages} in this run)" if self.run_pages != self.pages else ")"),
         ]
         for status, count in sorted(self.pages_by_status.items()):
             lines.append(f"    {status:<15} {count}")
@@ -88,8 +91,9 @@ class CrawlSummary:
         return "\n".join(lines)
 
 
-def summarise_crawl_logs(paths: Iterable[str | Path]) -> CrawlSummary:
-    """Read crawl logs and count what they record."""
+def summarise_crawl_logs(paths: Iterable[str | Path], since_ms: int = 0) -> CrawlSummary:
+    """Read crawl logs and count what they record; the rate counts fetches from ``since_ms``
+    on (the start of this run, when the logs continue a resumed crawl)."""
     summary = CrawlSummary()
     hosts: set[str] = set()
     for path in paths:
@@ -115,9 +119,11 @@ def summarise_crawl_logs(paths: Iterable[str | Path]) -> CrawlSummary:
                     continue
                 summary.bytes += size
                 timestamp = entry["timestamp_ms"]
-                if not summary.first_fetch_ms or timestamp < summary.first_fetch_ms:
-                    summary.first_fetch_ms = timestamp
-                summary.last_fetch_ms = max(summary.last_fetch_ms, timestamp)
+                if timestamp >= since_ms:
+                    summary.run_pages += 1
+                    if not summary.first_fetch_ms or timestamp < summary.first_fetch_ms:
+                        summary.first_fetch_ms = timestamp
+                    summary.last_fetch_ms = max(summary.last_fetch_ms, timestamp)
                 try:
                     hosts.add(host_of(entry["url"]))
                 except ValueError:

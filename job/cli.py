@@ -74,6 +74,11 @@ def _build_parser() -> argparse.ArgumentParser:
     crawl = commands.add_parser("crawl", help="crawl from your seed URLs on the local MiniCluster")
     crawl.add_argument("--seeds", type=Path, help="file of seed URLs, one per line")
     crawl.add_argument("--seed", action="append", default=[], help="a seed URL (repeatable)")
+    crawl.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the crawl in --out from its newest savepoint (seeds optional)",
+    )
     _add_crawl_options(crawl)
 
     demo = commands.add_parser("demo", help="crawl the built-in synthetic web (no network needed)")
@@ -95,7 +100,7 @@ def _overrides(args: argparse.Namespace, defaults: dict[str, Any]) -> dict[str, 
     return overrides
 
 
-def _read_seeds(args: argparse.Namespace, seeds_key: str) -> list[str]:
+def _read_seeds(args: argparse.Namespace, seeds_key: str, required: bool = True) -> list[str]:
     seeds = list(args.seed)
     path = args.seeds or (Path(seeds_key) if seeds_key else None)
     if path is not None:
@@ -103,7 +108,7 @@ def _read_seeds(args: argparse.Namespace, seeds_key: str) -> list[str]:
             seeds += path.read_text(encoding="utf-8").splitlines()
         except OSError as error:
             raise ConfigError(f"cannot read seeds file {path}: {error}") from None
-    if not seeds:
+    if not seeds and required:
         raise ConfigError("no seeds: give --seeds FILE, --seed URL or crawl.seeds")
     return seeds
 
@@ -128,11 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "crawl":
             config = load_config(args.config, _overrides(args, {}))
-            seeds = _read_seeds(args, config.crawl.seeds)
+            seeds = _read_seeds(args, config.crawl.seeds, required=not args.resume)
             from job.launcher import run_local_crawl
 
             run_local_crawl(
-                config, seeds, overwrite=args.overwrite, flink_conf=_flink_conf(args)
+                config,
+                seeds,
+                overwrite=args.overwrite,
+                resume=args.resume,
+                flink_conf=_flink_conf(args),
             )
             return 0
         from job.demo import run_demo

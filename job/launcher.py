@@ -198,10 +198,16 @@ def run_local_crawl(
     seeds: Iterable[str],
     *,
     overwrite: bool = False,
+    resume: bool = False,
     out: TextIO = sys.stdout,
     flink_conf: Path = DEFAULT_FLINK_CONF,
 ) -> CrawlSummary:
-    """Crawl from ``seeds`` on the local MiniCluster until the budget or idleness stops it."""
+    """Crawl from ``seeds`` on the local MiniCluster until the budget or idleness stops it.
+
+    With ``resume``, continue the crawl already in the output directory from its newest
+    savepoint (or checkpoint): its crawl DB, queues and loop position are restored, ``seeds``
+    (may be empty) are added to it, and the page budget counts the pages of every run.
+    """
     layout = OutputLayout(Path(config.crawl.output_dir))
     config = dataclasses.replace(
         config, crawl=dataclasses.replace(config.crawl, output_dir=str(layout.root))
@@ -211,24 +217,34 @@ def run_local_crawl(
             f"crawl.idle_seconds: must be 0 or at least {MIN_IDLE_SECONDS} "
             f"(the loop needs a few checkpoints to go round), got {config.crawl.idle_seconds}"
         )
-    if layout.holds_crawl():
+    restore_from = None
+    if resume:
+        restore_from = layout.latest_restore_point()
+        if restore_from is None:
+            raise CrawlError(f"{layout.root} holds no savepoint or checkpoint to resume from")
+        # Figures start again with the new job; the budget ledger carries over.
+        shutil.rmtree(layout.status, ignore_errors=True)
+    elif layout.holds_crawl():
         if not overwrite:
             raise CrawlError(
-                f"{layout.root} already holds a crawl; choose another --out or pass --overwrite"
+                f"{layout.root} already holds a crawl; choose another --out, pass --resume to "
+                "continue it, or --overwrite to replace it"
             )
         layout.clear()
     layout.make()
     accepted, rejected = write_seed_file(layout.loop, seeds, config.crawl.vnodes)
     for seed, reason in rejected:
         print(f"seed rejected ({reason}): {seed}", file=out)
-    if not accepted:
+    if not accepted and restore_from is None:
         raise CrawlError("no valid seed URL to start from")
+    if restore_from is not None:
+        print(f"resuming from {restore_from}", file=out)
 
-    client = _submit(config, layout, flink_conf)
+    client = _submit(config, layout, flink_conf, restore_from)
     started = time.time()
     rest = _rest_address(layout)
     print(
-        f"crawling {accepted} seed(s) into {layout.root}; Flink job {client.get_job_id()}"
+        f"crawling {accepted} new seed(s) into {layout.root}; Flink job {client.get_job_id()}"
         + (f", REST API at {rest}" if rest else ""),
         file=out,
         flush=True,
@@ -245,7 +261,7 @@ def run_local_crawl(
         print(f"finalised a WARC file left open: {recovered.final_path}", file=out)
 
     figures = CrawlFigures.from_statuses(read_statuses(layout.status))
-    summary = summarise_crawl_logs(layout.logs.glob("crawl-*.log"))
+    summary = summarise_crawl_logs(layout.logs.glob("crawl-*.log"), int(started * 1000))
     summary.stop_reason = reason
     summary.savepoint = savepoint
     summary.elapsed_seconds = finished - started
@@ -257,9 +273,13 @@ def run_local_crawl(
     return summary
 
 
-def _submit(config: Config, layout: OutputLayout, flink_conf: Path) -> Any:
+def _submit(
+    config: Config, layout: OutputLayout, flink_conf: Path, restore_from: Path | None
+) -> Any:
     """Point Flink at this crawl's configuration, build the job and start it."""
     settings = flink_configuration(config, layout, flink_conf)
+    if restore_from is not None:
+        settings["execution.state-recovery.path"] = restore_from.as_uri()
     _write_flink_conf_dir(settings, layout)
     # Read by the JVM PyFlink starts for the MiniCluster (JVM options, logging).
     os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)

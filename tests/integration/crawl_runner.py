@@ -14,13 +14,13 @@ def run_crawl(
     tmp_path: Path, seeds: list[str], proxy: str, *options: str, timeout: float = 300
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     """Run ``python -m job crawl`` and return the process and its summary.json."""
-    seeds_file = tmp_path / "seeds.txt"
-    seeds_file.write_text("\n".join(seeds) + "\n", encoding="utf-8")
     out = tmp_path / "out"
-    command = [
-        sys.executable, "-m", "job", "crawl",
-        "--seeds", str(seeds_file), "--out", str(out), "--proxy", proxy, *options,
-    ]
+    command = [sys.executable, "-m", "job", "crawl", "--out", str(out), "--proxy", proxy]
+    if seeds:
+        seeds_file = tmp_path / "seeds.txt"
+        seeds_file.write_text("\n".join(seeds) + "\n", encoding="utf-8")
+        command += ["--seeds", str(seeds_file)]
+    command += options
     process = subprocess.run(
         command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=timeout, check=False
     )

@@ -74,7 +74,7 @@ def test_crawl_fetches_every_reachable_page_politely(
     assert denied <= set(expected.never)
 
 
-def test_page_budget_is_exact_across_parallel_subtasks(
+def test_page_budget_is_exact_across_parallel_subtasks_and_a_resume_completes_the_crawl(
     tmp_path: Path, web_server: SyntheticWebServer
 ) -> None:
     budget = 40
@@ -96,6 +96,18 @@ def test_page_budget_is_exact_across_parallel_subtasks(
     out = tmp_path / "out"
     assert not list((out / "warc").glob("*.open"))
     assert len(_warc_responses(out)) == len(records)
+
+    # Resume from the savepoint without a budget: the crawl goes on where it stopped and
+    # completes; across both runs every page is fetched exactly once.
+    process, summary = run_crawl(
+        tmp_path, [], web_server.proxy_url,
+        "--resume", "--delay", str(DELAY), "--parallelism", "2", "--idle-seconds", "6",
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert "resuming from" in process.stdout
+    assert summary["stop_reason"] == "idle"
+    assert audit_log(web_server.request_log(), expected, min_delay=DELAY) == []
+    assert not list((out / "warc").glob("*.open"))
 
 
 def test_crawl_recovers_from_a_failure_without_losing_a_url(
