@@ -1,0 +1,41 @@
+"""The output directory of a crawl: what --overwrite removes and what --resume restores."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from crawl.layout import OutputLayout
+
+
+def _point(folder: Path, mtime: float) -> Path:
+    folder.mkdir(parents=True)
+    metadata = folder / "_metadata"
+    metadata.write_bytes(b"x")
+    os.utime(metadata, (mtime, mtime))
+    return folder
+
+
+def test_newest_savepoint_wins_over_checkpoints(tmp_path: Path) -> None:
+    layout = OutputLayout(tmp_path)
+    assert layout.latest_restore_point() is None
+    _point(layout.checkpoints / "job1" / "chk-7", 300)
+    assert layout.latest_restore_point() == layout.checkpoints / "job1" / "chk-7"
+    _point(layout.savepoints / "savepoint-a", 100)
+    newest = _point(layout.savepoints / "savepoint-b", 200)
+    (layout.savepoints / "savepoint-c").mkdir()  # incomplete: no metadata
+    assert layout.latest_restore_point() == newest
+
+
+def test_clear_removes_only_what_a_crawl_writes(tmp_path: Path) -> None:
+    layout = OutputLayout(tmp_path)
+    layout.make()
+    layout.summary.write_text("{}")
+    (layout.warc / "x.warc.gz").write_bytes(b"x")
+    mine = tmp_path / "notes.txt"
+    mine.write_text("keep me")
+    assert layout.holds_crawl()
+    layout.clear()
+    assert not layout.holds_crawl()
+    assert not layout.summary.exists()
+    assert mine.read_text() == "keep me"
