@@ -503,3 +503,46 @@ def test_pure_modules_do_not_import_pyflink() -> None:
     code = ("import sys, crawl.warc_writer, crawl.crawl_log; "
             "sys.exit('pyflink' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def _ids() -> Callable[[], str]:
+    counter = itertools.count()
+    return lambda: f"<urn:uuid:{next(counter):08d}-0000-4000-8000-000000000000>"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"ip_address": "", "truncated": "length"},
+        {"http_version": "1.0", "http_reason": "", "method": "head"},
+        {"request_headers": [("User-Agent", "x")], "response_headers": []},
+        {"response_headers": [("Content-Encoding", "gzip"), ("Transfer-Encoding", "chunked"),
+                              ("Content-Length", "999"), ("X-Odd\r\nName", "v\x00al\u00e9")]},
+        {"url": "http://h\u00e9.test/p a?q=\u00fc#frag", "body": b"\xff\xfe\x00binary"},
+        {"response_headers": [("X-Bytes", b"caf\xe9".decode("utf-8", "surrogateescape"))]},
+        {"started_ms": 0, "http_status": 304, "body": b""},
+    ],
+)
+def test_encode_pair_is_byte_for_byte_the_warcio_encoding(changes: dict) -> None:
+    fields = {
+        "url": "http://example.test/a/b?c=d",
+        "status": Status.FETCHED,
+        "reason": "",
+        "http_status": 200,
+        "http_reason": "OK",
+        "request_headers": [("Host", "example.test"), ("User-Agent", "pyflink-crawler/0.1")],
+        "response_headers": [("Content-Type", "text/html; charset=utf-8")],
+        "body": b"<html><a href='x'>x</a></html>" * 20,
+        "ip_address": "192.0.2.7",
+        "started_ms": 1_700_000_000_123,
+        "duration_ms": 12,
+    }
+    result = FetchResult(**{**fields, **changes})
+    clock = lambda: 1_700_000_000_999  # noqa: E731
+    slow = WarcRecordFactory(clock=clock, new_record_id=_ids())
+    fast = WarcRecordFactory(clock=clock, new_record_id=_ids())
+    expected = encode_records(slow.response_and_request(result), 6)
+    data, digest = fast.encode_pair(result, 6)
+    assert data == expected
+    assert digest == sha1_digest(result.body)
