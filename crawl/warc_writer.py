@@ -306,7 +306,7 @@ class WarcRecordFactory:
                 (f"{head}WARC-Payload-Digest: {payload}\r\n"
                  f"WARC-Block-Digest: {sha1_digest(block)}\r\n"
                  f"Content-Type: application/http; msgtype={kind}\r\n"
-                 f"Content-Length: {len(block)}\r\n\r\n").encode("utf-8"),
+                 f"Content-Length: {len(block)}\r\n\r\n").encode(),
                 block,
                 b"\r\n\r\n",
             ))
