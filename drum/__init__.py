@@ -1,2 +1,173 @@
 """DRUM: the disk-backed URL-seen test and crawl DB (IRLBot's Disk Repository with Update
-Management). Not built yet: the crawl DB currently lives in Flink MapState (RocksDB)."""
+Management, with flink-crawler's due selection and archiving). Plain Python and NumPy: no
+Flink here, so it is tested and benchmarked alone (tests/unit/test_drum_*.py, bench/drum_*.py).
+
+What it is
+    A map from a 64-bit key (:func:`url_key`, BLAKE2b of the normalised URL) to a 64-byte
+    record (:data:`RECORD`: status, score, times, counters, host hash, where the URL is), with
+    the URL itself (the payload) stored apart, once, in the payload segment of the merge that
+    first saw it. Operations (:meth:`Drum.check`, :meth:`Drum.update`,
+    :meth:`Drum.check_update`) go into a buffer; a merge sorts the buffer and passes once over
+    the sorted runs on disk, and delivers every answer of the batch in one
+    :class:`MergeResult`: the checks (seen or not, in operation order), the new keys with their
+    URLs, and after a major merge the URLs due for fetching. Modules: :mod:`drum.record` (keys,
+    record layout, merge rule), :mod:`drum.files` (file formats), :mod:`drum.manifest`
+    (manifest, garbage collection), :mod:`drum.store` (the :class:`Drum`).
+
+Merge rule (:func:`combine`; flink-crawler's DefaultUrlStateMerger)
+    unfetched + unfetched sums the scores and keeps the earliest next fetch; otherwise the
+    newest status wins (a fetch outcome beats a discovery); counters add up; a late outcome is
+    counted but does not replace a newer one. The rule is associative, so a batch is folded
+    before it is applied, and deltas are folded into the main run later, with the same result.
+
+Costs (details in :mod:`drum.store`; figures in bench/drum.md)
+    per operation, amortised: O(1) in memory; a minor merge of B operations reads the K x 8
+    key bytes of the runs (O(K / B) bytes per operation) and writes one delta record per
+    updated key; a major merge rewrites the K records when the deltas reach
+    ``major_ratio`` x K (O(72 / major_ratio) bytes per update). Memory is set by the buffer
+    (``DrumConfig.buffer_ops``) and the block size, never by K.
+
+One DRUM per vnode (decided; the reasons)
+    The job will keep one :class:`Drum` per vnode, in a directory of its own
+    (``<state dir>/drum/vnode-NNN``), inside the keyed crawl DB operator (keyed by vnode):
+
+    1. PyFlink gives Python functions keyed state only (no operator state, no snapshot or
+       checkpoint-complete hook), and a handler can read and write the state of the current
+       key only. The manifest and the journal must be updated in the same call as the merge
+       that changes them; a DRUM shared by the vnodes of a subtask would change the files of
+       many vnodes in one merge, whose manifests the handler cannot reach.
+    2. Rescaling moves key groups, hence whole vnodes, between subtasks. A per-vnode DRUM
+       moves with its vnode: its manifest and journal are in that vnode's keyed state and its
+       files are immutable, on storage every subtask reaches (a shared filesystem on a
+       cluster), so the new owner restores it as it was. A per-subtask DRUM would have to be
+       split and merged at every rescale.
+    3. The cost per operation depends on keys / buffer: 256 vnodes of K/256 keys, each with a
+       buffer of B/256 operations, cost per operation what one DRUM of K keys with a buffer of
+       B does; what grows is the fixed cost per merge (a few files, fsyncs and a manifest), so
+       the buffer per vnode must not be tiny (a few thousand operations at least).
+    4. Memory: a subtask holds V/p vnodes (V vnodes, parallelism p), so it should give each a
+       buffer of (its memory budget) / (V/p). Buffers fill at different rates (hot hosts):
+       the job flushes a vnode's buffer from a processing-time timer registered for that
+       vnode (timers run in their key's context, so the manifest can be written) when the
+       vnode has been idle or when the subtask's total buffered operations pass its budget.
+
+Hooks for the job (checkpoint consistency without a snapshot hook)
+    * Files are immutable once written, under names never used before (a random part, also
+      after a restore of an older manifest); a merge writes new files, then a new manifest;
+      it never modifies or deletes a file (:func:`collect_garbage` is the only deleter).
+    * State per vnode, all plain values: (1) ValueState ``drum_manifest``:
+      :meth:`Drum.manifest_bytes` (JSON with a format version, a few hundred bytes plus
+      about 90 bytes per payload segment), written whenever :attr:`Drum.state_version`
+      changed; (2) ListState ``drum_journal``: the operations not merged yet, as chunks from
+      :meth:`Drum.take_journal` after each call (``reset`` means "replace the list");
+      (3) ValueState ``drum_history``: a :class:`ManifestHistory` (JSON).
+    * Restore: ``Drum.restore(directory, manifest_state.value(), journal_state.get(), config)``
+      gives back exactly the DRUM of the checkpoint (same files, same counters, same buffered
+      operations with the same sequence numbers); it checks that every file exists with its
+      recorded size and checksum and raises :class:`DrumMissingFileError` or
+      :class:`DrumCorruptError` naming the file otherwise.
+    * Garbage: after each merge, ``history.replaced(old_manifest, now)`` then
+      ``drum.collect_garbage(history.retained(now))`` deletes the files that neither the
+      current manifest nor any manifest current during the retention window refers to
+      (:func:`referenced_files` lists a manifest's files). The window must cover the retained
+      checkpoints (see :class:`ManifestHistory`).
+    * Results: each operation method returns the :class:`MergeResult` of every merge it
+      triggered (usually none), so the handler emits them in the same call: ``result.new``
+      (keys, URLs, records: depth and host for the frontier) and ``result.due`` (URLs to
+      fetch again, best score first, at most ``DuePolicy.per_host`` per host, leased for
+      ``DuePolicy.lease_ms`` so they are not handed out twice). New keys can be leased too
+      (``DrumConfig.new_url_lease_ms``) when the job sends them to the frontier at once.
+      ``result.seq_end`` tells which operations the merge answered.
+    * Time is an argument (``now_ms``) of every call that may merge: deterministic tests.
+"""
+
+from drum.errors import (
+    DrumCorruptError,
+    DrumError,
+    DrumManifestError,
+    DrumMissingFileError,
+    DrumWriteError,
+)
+from drum.files import FileInfo, checksum
+from drum.manifest import (
+    Counters,
+    Manifest,
+    ManifestHistory,
+    collect_garbage,
+    referenced_files,
+)
+from drum.record import (
+    LAYOUT_VERSION,
+    NEVER,
+    NO_DEPTH,
+    RECORD,
+    DrumStatus,
+    ReasonTable,
+    combine,
+    combine_groups,
+    combine_one,
+    discoveries,
+    host_key,
+    neutral,
+    outcomes,
+    record_dict,
+    url_key,
+    url_keys,
+)
+from drum.store import (
+    CHECK,
+    CHECK_UPDATE,
+    UPDATE,
+    ArchivePolicy,
+    Checks,
+    Drum,
+    DrumConfig,
+    DuePolicy,
+    DueSelection,
+    JournalChunk,
+    MergeResult,
+    NewKeys,
+)
+
+__all__ = [
+    "CHECK",
+    "CHECK_UPDATE",
+    "LAYOUT_VERSION",
+    "NEVER",
+    "NO_DEPTH",
+    "RECORD",
+    "UPDATE",
+    "ArchivePolicy",
+    "Checks",
+    "Counters",
+    "Drum",
+    "DrumConfig",
+    "DrumCorruptError",
+    "DrumError",
+    "DrumManifestError",
+    "DrumMissingFileError",
+    "DrumStatus",
+    "DrumWriteError",
+    "DueSelection",
+    "DuePolicy",
+    "FileInfo",
+    "JournalChunk",
+    "Manifest",
+    "ManifestHistory",
+    "MergeResult",
+    "NewKeys",
+    "ReasonTable",
+    "checksum",
+    "collect_garbage",
+    "combine",
+    "combine_groups",
+    "combine_one",
+    "discoveries",
+    "host_key",
+    "neutral",
+    "outcomes",
+    "record_dict",
+    "referenced_files",
+    "url_key",
+    "url_keys",
+]

@@ -1,0 +1,524 @@
+"""The DRUM's file formats (format version 1). Every file is written once, under a name never
+used before, and never modified afterwards; a manifest says which files are live.
+
+All integers are little-endian. Checksums are CRC-32 (zlib, about 2 GB/s here), stored in
+64-bit slots. Every file has a fixed header and a trailer ending in an end marker; opening a file
+reads those and its table only, and checks that the sizes add up exactly (a truncated file fails
+there); data is checked when it is read.
+
+Run file (``run-*.drum``: the main run, a delta run, an archived set)::
+
+    header   32 B   magic "DRUMRUN1", format u16, layout u16, kind u16, value size u16,
+                    block records u32, reserved u32, header checksum u64
+    blocks          per block: keys (count x u64, strictly increasing within the whole file)
+                    then values (count x RECORD); blocks follow one another
+    table    48 B   per block: offset u64, count u32, reserved u32, first key u64, last key
+                    u64, keys checksum u64, values checksum u64
+    trailer  48 B   table offset u64, blocks u64, records u64, table checksum u64,
+                    trailer checksum u64, magic "DRUMEND1"
+
+A check reads only the keys of the blocks whose key range holds a key of the batch (the
+table is the fence index); a merge streams whole blocks. Opening a file reads the header,
+trailer and table only and checks that the sizes add up exactly: a truncated file fails there.
+Each block's checksums are checked when the block is read.
+
+Payload segment (``pay-*.drum``: the URLs of the keys inserted by one merge)::
+
+    header   32 B   magic "DRUMPAY1", format u16, reserved 14 B, header checksum u64
+    data            the payloads, back to back (records point into it: offset, length)
+    pages           CRC-32 (u32) of each 4 KiB page of the data
+    trailer  32 B   data length u64, page size u32, pages checksum u32, trailer checksum u64,
+                    magic "DRUMEND1"
+
+A payload is read with one ``pread`` of the pages that hold it, each checked; ``verify``
+checks every page.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import struct
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+
+from drum.errors import DrumCorruptError, DrumMissingFileError, DrumWriteError
+from drum.record import LAYOUT_VERSION, RECORD, concat
+
+__all__ = [
+    "FORMAT_VERSION",
+    "IO_SECONDS",
+    "KIND_ARCHIVE",
+    "KIND_DELTA",
+    "KIND_MAIN",
+    "FileInfo",
+    "Opener",
+    "PayloadFile",
+    "PayloadWriter",
+    "RunFile",
+    "RunWriter",
+    "checksum",
+]
+
+FORMAT_VERSION = 1
+KIND_MAIN, KIND_DELTA, KIND_ARCHIVE = 1, 2, 3
+_KIND_NAMES = {KIND_MAIN: "main", KIND_DELTA: "delta", KIND_ARCHIVE: "archive"}
+
+#: How a new file is opened for writing: ``opener(path)`` returns a binary file object opened
+#: with mode "xb" (fails if the file exists). Injected in tests to simulate a full disk.
+Opener = Callable[[str], BinaryIO]
+
+#: Payload data is checked in pages of this many bytes (a URL read checks one or two pages).
+PAGE = 4096
+
+_RUN_MAGIC = b"DRUMRUN1"
+_PAY_MAGIC = b"DRUMPAY1"
+_END_MAGIC = b"DRUMEND1"
+_RUN_HEADER = struct.Struct("<8sHHHHII")  # + checksum u64 = 32
+_PAY_HEADER = struct.Struct("<8sH14s")  # + checksum u64 = 32
+_RUN_TRAILER = struct.Struct("<QQQQ")  # + checksum u64 + magic = 48
+_PAY_TRAILER = struct.Struct("<QII")  # + checksum u64 + magic = 32
+HEADER_SIZE = 32
+_TABLE = np.dtype(
+    [
+        ("offset", "<u8"),
+        ("count", "<u4"),
+        ("reserved", "<u4"),
+        ("first", "<u8"),
+        ("last", "<u8"),
+        ("keys_sum", "<u8"),
+        ("values_sum", "<u8"),
+    ]
+)
+assert _TABLE.itemsize == 48
+
+
+#: Seconds spent in file I/O and checksums by this process (diagnostics for benchmarks).
+IO_SECONDS = {"read": 0.0, "write": 0.0, "fsync": 0.0, "crc": 0.0}
+
+
+def checksum(data: bytes | bytearray | memoryview | np.ndarray) -> int:
+    """CRC-32 (zlib) of ``data``. O(len); about 2 GB/s here."""
+    began = time.perf_counter()
+    value = zlib.crc32(memoryview(data).cast("B"))
+    IO_SECONDS["crc"] += time.perf_counter() - began
+    return value
+
+
+def _sum_bytes(data: bytes) -> bytes:
+    return checksum(data).to_bytes(8, "little")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """What a manifest records of one file: its name, size, records and table checksum."""
+
+    name: str
+    size: int
+    records: int
+    checksum: int
+
+    def to_json(self) -> list:
+        return [self.name, self.size, self.records, self.checksum]
+
+    @classmethod
+    def from_json(cls, value: list) -> FileInfo:
+        name, size, records, check = value
+        return cls(str(name), int(size), int(records), int(check))
+
+
+def _open_read(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise DrumMissingFileError(path, "file named by the manifest is missing") from None
+
+
+def _pread_exact(fd: int, size: int, offset: int, path: str, what: str) -> bytes:
+    began = time.perf_counter()
+    data = os.pread(fd, size, offset)
+    IO_SECONDS["read"] += time.perf_counter() - began
+    if len(data) != size:
+        raise DrumCorruptError(path, f"truncated: {what} at byte {offset} needs {size} bytes")
+    return data
+
+
+class _Writer:
+    """Common part of the writers: exclusive create, errors wrapped, partial file removed."""
+
+    def __init__(self, path: str, opener: Opener, fsync: bool) -> None:
+        self.path = path
+        self._fsync = fsync
+        self._file: BinaryIO | None = None
+        self._size = 0
+        try:
+            self._file = opener(path)
+        except OSError as error:
+            raise DrumWriteError(path, f"cannot create: {error.strerror or error}") from error
+
+    def _write(self, data: bytes | memoryview) -> None:
+        assert self._file is not None
+        view = memoryview(data).cast("B")
+        size = len(view)
+        began = time.perf_counter()
+        try:
+            while len(view):
+                # Raw files may write less than asked; file-likes may return None (all).
+                written = self._file.write(view)
+                view = view[len(view) if written is None else written :]
+        except OSError as error:
+            self.abort()
+            reason = "disk full (ENOSPC)" if error.errno == errno.ENOSPC else error.strerror
+            raise DrumWriteError(self.path, f"write failed: {reason or error}") from error
+        IO_SECONDS["write"] += time.perf_counter() - began
+        self._size += size
+
+    def _finish(self) -> None:
+        assert self._file is not None
+        try:
+            self._file.flush()
+            if self._fsync:
+                began = time.perf_counter()
+                os.fsync(self._file.fileno())
+                IO_SECONDS["fsync"] += time.perf_counter() - began
+            self._file.close()
+        except OSError as error:
+            self.abort()
+            raise DrumWriteError(self.path, f"flush failed: {error.strerror or error}") from error
+        self._file = None
+
+    def abort(self) -> None:
+        """Close and remove the partial file (best effort)."""
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
+
+
+class RunWriter(_Writer):
+    """Writes a run file from sorted chunks of (keys, values). Memory: one block."""
+
+    def __init__(
+        self, path: str, kind: int, *, block_records: int, opener: Opener, fsync: bool = True
+    ) -> None:
+        super().__init__(path, opener, fsync)
+        self._block_records = block_records
+        head = _RUN_HEADER.pack(
+            _RUN_MAGIC, FORMAT_VERSION, LAYOUT_VERSION, kind, RECORD.itemsize, block_records, 0
+        )
+        self._write(head + _sum_bytes(head))
+        self._table: list[tuple] = []
+        self._pending_keys: list[np.ndarray] = []
+        self._pending_values: list[np.ndarray] = []
+        self._pending = 0
+        self._last: int | None = None
+        self.records = 0
+
+    def append(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Add records whose keys are strictly increasing and above every key written."""
+        if len(keys) == 0:
+            return
+        if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+            raise AssertionError(f"{self.path}: keys not strictly increasing")
+        if self._last is not None and int(keys[0]) <= self._last:
+            raise AssertionError(f"{self.path}: key {int(keys[0])} after {self._last}")
+        self._last = int(keys[-1])
+        size = self._block_records
+        if self._pending:  # complete the pending block first (a small copy)
+            fill = min(size - self._pending, len(keys))
+            self._pending_keys.append(keys[:fill])
+            self._pending_values.append(values[:fill])
+            self._pending += fill
+            keys, values = keys[fill:], values[fill:]
+            if self._pending < size:
+                return
+            self._write_block(np.concatenate(self._pending_keys), concat(self._pending_values))
+            self._pending_keys, self._pending_values, self._pending = [], [], 0
+        whole = len(keys) - len(keys) % size
+        for start in range(0, whole, size):  # straight from the caller's arrays
+            self._write_block(keys[start : start + size], values[start : start + size])
+        if whole < len(keys):
+            self._pending_keys = [keys[whole:]]
+            self._pending_values = [values[whole:]]
+            self._pending = len(keys) - whole
+
+    def _flush_blocks(self) -> None:
+        if self._pending:
+            self._write_block(np.concatenate(self._pending_keys), concat(self._pending_values))
+        self._pending_keys, self._pending_values, self._pending = [], [], 0
+
+    def _write_block(self, keys: np.ndarray, values: np.ndarray) -> None:
+        keys = np.ascontiguousarray(keys, dtype="<u8")
+        values = np.ascontiguousarray(values, dtype=RECORD)
+        offset = self._size
+        self._write(memoryview(keys).cast("B"))
+        self._write(memoryview(values.view(np.uint8)))
+        self._table.append(
+            (offset, len(keys), 0, int(keys[0]), int(keys[-1]), checksum(keys), checksum(values))
+        )
+        self.records += len(keys)
+
+    @property
+    def total(self) -> int:
+        """Records appended so far (written or pending)."""
+        return self.records + self._pending
+
+    def close(self) -> FileInfo:
+        """Write the table and trailer, fsync, close. Returns what the manifest records."""
+        self._flush_blocks()
+        table = np.array(self._table, dtype=_TABLE).tobytes()
+        table_offset = self._size
+        self._write(table)
+        table_sum = checksum(table)
+        trailer = _RUN_TRAILER.pack(table_offset, len(self._table), self.records, table_sum)
+        self._write(trailer + _sum_bytes(trailer) + _END_MAGIC)
+        self._finish()
+        return FileInfo(os.path.basename(self.path), self._size, self.records, table_sum)
+
+
+class RunFile:
+    """An open run file: header, trailer and table read and checked; blocks read on demand.
+
+    Opening costs O(blocks) bytes of I/O; ``read_keys`` O(count x 8) and ``read_block``
+    O(count x 72) bytes, each checked against its checksum.
+    """
+
+    def __init__(self, path: str, expected: FileInfo | None = None) -> None:
+        self.path = path
+        self._fd = _open_read(path)
+        try:
+            self._load(expected)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _load(self, expected: FileInfo | None) -> None:
+        path = self.path
+        size = os.fstat(self._fd).st_size
+        self.size = size
+        if size < HEADER_SIZE + 48:
+            raise DrumCorruptError(path, f"truncated: {size} bytes is less than a run file")
+        head = _pread_exact(self._fd, HEADER_SIZE, 0, path, "header")
+        magic, fmt, layout, kind, value_size, block_records, _ = _RUN_HEADER.unpack(head[:24])
+        if magic != _RUN_MAGIC:
+            raise DrumCorruptError(path, f"not a DRUM run file (magic {magic!r})")
+        if head[24:] != _sum_bytes(head[:24]):
+            raise DrumCorruptError(path, "header checksum mismatch")
+        if fmt != FORMAT_VERSION or layout != LAYOUT_VERSION or value_size != RECORD.itemsize:
+            raise DrumCorruptError(
+                path, f"unsupported format {fmt} / layout {layout} / value size {value_size}"
+            )
+        if kind not in _KIND_NAMES:
+            raise DrumCorruptError(path, f"unknown run kind {kind}")
+        self.kind = kind
+        self.block_records = block_records
+        trailer = _pread_exact(self._fd, 48, size - 48, path, "trailer")
+        if trailer[40:] != _END_MAGIC:
+            raise DrumCorruptError(path, "truncated or damaged: no end marker")
+        if trailer[32:40] != _sum_bytes(trailer[:32]):
+            raise DrumCorruptError(path, "trailer checksum mismatch")
+        table_offset, blocks, records, table_sum = _RUN_TRAILER.unpack(trailer[:32])
+        if table_offset + blocks * _TABLE.itemsize + 48 != size:
+            raise DrumCorruptError(path, "sizes in the trailer do not add up to the file size")
+        table_bytes = _pread_exact(self._fd, blocks * _TABLE.itemsize, table_offset, path, "table")
+        if checksum(table_bytes) != table_sum:
+            raise DrumCorruptError(path, "block table checksum mismatch")
+        table = np.frombuffer(table_bytes, dtype=_TABLE)
+        stride = 8 + RECORD.itemsize
+        expected_offsets = HEADER_SIZE + np.concatenate(
+            ([0], np.cumsum(table["count"].astype(np.int64) * stride)[:-1])
+        ) if blocks else np.empty(0)
+        if blocks and (
+            not np.array_equal(table["offset"].astype(np.int64), expected_offsets.astype(np.int64))
+            or int(table["offset"][-1]) + int(table["count"][-1]) * stride != table_offset
+        ):
+            raise DrumCorruptError(path, "block table offsets are inconsistent")
+        if int(table["count"].sum()) != records:
+            raise DrumCorruptError(path, "block counts do not add up to the record count")
+        if blocks == 0 and table_offset != HEADER_SIZE:
+            raise DrumCorruptError(path, "empty run with data")
+        self.table = table
+        self._keys_checked = np.zeros(blocks, dtype=bool)
+        self.records = records
+        self.checksum = table_sum
+        if expected is not None:
+            if expected.size != size:
+                raise DrumCorruptError(
+                    path, f"size {size} differs from the manifest's {expected.size}"
+                )
+            if expected.records != records or expected.checksum != table_sum:
+                raise DrumCorruptError(path, "records or checksum differ from the manifest's")
+
+    @property
+    def blocks(self) -> int:
+        return len(self.table)
+
+    def read_keys(self, block: int) -> np.ndarray:
+        """The keys of one block, checked the first time this object reads them (a check reads
+        every key block of the main run at each minor merge: checking them every time would
+        cost as much as reading them). O(count) bytes read."""
+        entry = self.table[block]
+        count = int(entry["count"])
+        data = _pread_exact(self._fd, count * 8, int(entry["offset"]), self.path, "keys")
+        if not self._keys_checked[block]:
+            if checksum(data) != int(entry["keys_sum"]):
+                raise DrumCorruptError(self.path, f"keys checksum mismatch in block {block}")
+            self._keys_checked[block] = True
+        return np.frombuffer(data, dtype="<u8")
+
+    def read_block(self, block: int) -> tuple[np.ndarray, np.ndarray]:
+        """Keys and values of one block (checked). O(count) bytes read."""
+        entry = self.table[block]
+        count = int(entry["count"])
+        data = _pread_exact(
+            self._fd, count * (8 + RECORD.itemsize), int(entry["offset"]), self.path, "block"
+        )
+        keys_bytes = memoryview(data)[: count * 8]
+        values_bytes = memoryview(data)[count * 8 :]
+        if checksum(keys_bytes) != int(entry["keys_sum"]):
+            raise DrumCorruptError(self.path, f"keys checksum mismatch in block {block}")
+        if checksum(values_bytes) != int(entry["values_sum"]):
+            raise DrumCorruptError(self.path, f"values checksum mismatch in block {block}")
+        return np.frombuffer(keys_bytes, dtype="<u8"), np.frombuffer(values_bytes, dtype=RECORD)
+
+    def info(self) -> FileInfo:
+        return FileInfo(os.path.basename(self.path), self.size, self.records, self.checksum)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:  # pragma: no cover - safety net
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class PayloadWriter(_Writer):
+    """Writes one payload segment from a single blob."""
+
+    def write(self, blob: bytes) -> FileInfo:
+        head = _PAY_HEADER.pack(_PAY_MAGIC, FORMAT_VERSION, b"")
+        self._write(head + _sum_bytes(head))
+        self._write(blob)
+        view = memoryview(blob)
+        crc = zlib.crc32
+        pages = np.fromiter(
+            (crc(view[i : i + PAGE]) for i in range(0, len(view), PAGE)),
+            dtype="<u4",
+            count=-(-len(view) // PAGE),
+        ).tobytes()
+        self._write(pages)
+        pages_sum = checksum(pages)
+        trailer = _PAY_TRAILER.pack(len(blob), PAGE, pages_sum)
+        self._write(trailer + _sum_bytes(trailer) + _END_MAGIC)
+        self._finish()
+        return FileInfo(os.path.basename(self.path), self._size, len(blob), pages_sum)
+
+
+class PayloadFile:
+    """An open payload segment. Opening checks header, trailer, sizes and the page table
+    (O(data / 256) bytes read)."""
+
+    def __init__(self, path: str, expected: FileInfo | None = None) -> None:
+        self.path = path
+        self._fd = _open_read(path)
+        try:
+            self._load(expected)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _load(self, expected: FileInfo | None) -> None:
+        path = self.path
+        size = os.fstat(self._fd).st_size
+        self.size = size
+        if size < HEADER_SIZE + 32:
+            raise DrumCorruptError(path, f"truncated: {size} bytes is less than a payload file")
+        head = _pread_exact(self._fd, HEADER_SIZE, 0, path, "header")
+        magic, fmt, _ = _PAY_HEADER.unpack(head[:24])
+        if magic != _PAY_MAGIC:
+            raise DrumCorruptError(path, f"not a DRUM payload file (magic {magic!r})")
+        if head[24:] != _sum_bytes(head[:24]) or fmt != FORMAT_VERSION:
+            raise DrumCorruptError(path, "header checksum or format mismatch")
+        trailer = _pread_exact(self._fd, 32, size - 32, path, "trailer")
+        if trailer[24:] != _END_MAGIC:
+            raise DrumCorruptError(path, "truncated or damaged: no end marker")
+        if trailer[16:24] != _sum_bytes(trailer[:16]):
+            raise DrumCorruptError(path, "trailer checksum mismatch")
+        length, page, pages_sum = _PAY_TRAILER.unpack(trailer[:16])
+        count = -(-length // page) if page else -1
+        if page <= 0 or HEADER_SIZE + length + 4 * count + 32 != size:
+            raise DrumCorruptError(path, "data length does not match the file size")
+        table = _pread_exact(self._fd, 4 * count, HEADER_SIZE + length, path, "page table")
+        if checksum(table) != pages_sum:
+            raise DrumCorruptError(path, "page table checksum mismatch")
+        self.length = length
+        self.page = page
+        self.pages = np.frombuffer(table, dtype="<u4")
+        self.checksum = pages_sum
+        if expected is not None and (expected.size != size or expected.checksum != pages_sum):
+            raise DrumCorruptError(path, "size or checksum differ from the manifest's")
+
+    def read(self, offset: int, length: int) -> bytes:
+        """One payload; the pages holding it are read and checked. One pread."""
+        if offset + length > self.length:
+            raise DrumCorruptError(self.path, f"payload at {offset}+{length} beyond the data")
+        if length == 0:
+            return b""
+        first, last = offset // self.page, (offset + length - 1) // self.page
+        start = first * self.page
+        end = min((last + 1) * self.page, self.length)
+        data = _pread_exact(self._fd, end - start, HEADER_SIZE + start, self.path, "payload")
+        view = memoryview(data)
+        for number in range(first, last + 1):
+            at = (number - first) * self.page
+            if zlib.crc32(view[at : at + self.page]) != int(self.pages[number]):
+                raise DrumCorruptError(
+                    self.path, f"payload at offset {offset}: page {number} checksum mismatch"
+                )
+        return data[offset - start : offset - start + length]
+
+    def verify(self) -> None:
+        """Check every page. O(segment size) I/O."""
+        data = memoryview(_pread_exact(self._fd, self.length, HEADER_SIZE, self.path, "data"))
+        for number in range(len(self.pages)):
+            chunk = data[number * self.page : (number + 1) * self.page]
+            if zlib.crc32(chunk) != int(self.pages[number]):
+                raise DrumCorruptError(self.path, f"data page {number} checksum mismatch")
+
+    def info(self) -> FileInfo:
+        return FileInfo(os.path.basename(self.path), self.size, self.length, self.checksum)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:  # pragma: no cover - safety net
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def default_opener(path: str) -> BinaryIO:
+    """Exclusive create, unbuffered writes go straight to the OS (blocks are large)."""
+    return open(path, "xb", buffering=0)  # noqa: SIM115 - closed by the writer
+
+
+def kind_name(kind: int) -> str:
+    return _KIND_NAMES[kind]

@@ -1,0 +1,235 @@
+"""The manifest: which immutable files make up a DRUM, and its counters.
+
+A manifest is a plain value: :meth:`Manifest.to_json` gives a JSON-able dict with a format
+version, :meth:`Manifest.to_bytes` its compact UTF-8 JSON (a few hundred bytes plus about 60
+bytes per payload segment), which the job stores in Flink keyed state at every change.
+Restoring with it (and the pending journal) gives back exactly the DRUM it describes, because
+the files it names never change.
+
+Files are deleted only by :func:`collect_garbage`, and only when no manifest in the set it is
+given refers to them; the job passes the manifests of the checkpoints it retains.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from drum.errors import DrumManifestError
+from drum.files import FileInfo
+from drum.record import LAYOUT_VERSION
+
+__all__ = [
+    "MANIFEST_VERSION",
+    "Counters",
+    "Manifest",
+    "ManifestHistory",
+    "collect_garbage",
+    "drum_file_names",
+    "referenced_files",
+]
+
+MANIFEST_VERSION = 1
+_FILE_NAME = re.compile(r"^(run|pay|manifest)-[0-9a-f-]+\.(drum|json)(\.tmp)?$")
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Counters kept with the manifest (all exact)."""
+
+    #: Distinct keys known (live and archived).
+    keys: int = 0
+    #: Keys in archived sets.
+    archived: int = 0
+    #: Sequence number of the next operation (operations are numbered from 0).
+    next_seq: int = 0
+    #: Next payload segment number (segment 0 means "no payload").
+    next_segment: int = 1
+    merges: int = 0
+    major_merges: int = 0
+    compactions: int = 0
+    #: Updates to archived keys, dropped (an archived URL is final; counted, never silent).
+    dropped_updates: int = 0
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The live files of a DRUM and its counters. Immutable; every change makes a new one."""
+
+    serial: int = 0
+    token: str = "0"
+    main: FileInfo | None = None
+    deltas: tuple[FileInfo, ...] = ()
+    archives: tuple[FileInfo, ...] = ()
+    #: segment number -> payload file
+    payloads: Mapping[int, FileInfo] = field(default_factory=dict)
+    reasons: tuple[str, ...] = ("",)
+    counters: Counters = Counters()
+
+    @property
+    def file_name(self) -> str:
+        """Name of this manifest's own file in the directory."""
+        return f"manifest-{self.serial:010x}-{self.token}.json"
+
+    def runs(self) -> list[FileInfo]:
+        """Run files, main first, then deltas oldest first, then archived sets."""
+        return ([self.main] if self.main else []) + list(self.deltas) + list(self.archives)
+
+    def files(self) -> set[str]:
+        """Names of every file this manifest refers to (including its own file)."""
+        names = {info.name for info in self.runs()}
+        names.update(info.name for info in self.payloads.values())
+        names.add(self.file_name)
+        return names
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": "drum-manifest",
+            "version": MANIFEST_VERSION,
+            "layout": LAYOUT_VERSION,
+            "serial": self.serial,
+            "token": self.token,
+            "main": self.main.to_json() if self.main else None,
+            "deltas": [info.to_json() for info in self.deltas],
+            "archives": [info.to_json() for info in self.archives],
+            "payloads": [[seg, *info.to_json()] for seg, info in sorted(self.payloads.items())],
+            "reasons": list(self.reasons),
+            "counters": dict(self.counters.__dict__),
+        }
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_json(), separators=(",", ":")).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any], source: str = "manifest") -> Manifest:
+        try:
+            if value.get("format") != "drum-manifest":
+                raise DrumManifestError(source, "not a DRUM manifest")
+            if value.get("version") != MANIFEST_VERSION or value.get("layout") != LAYOUT_VERSION:
+                raise DrumManifestError(
+                    source,
+                    f"unsupported manifest version {value.get('version')} / layout "
+                    f"{value.get('layout')} (this code reads {MANIFEST_VERSION} / "
+                    f"{LAYOUT_VERSION})",
+                )
+            return cls(
+                serial=int(value["serial"]),
+                token=str(value["token"]),
+                main=FileInfo.from_json(value["main"]) if value["main"] else None,
+                deltas=tuple(FileInfo.from_json(v) for v in value["deltas"]),
+                archives=tuple(FileInfo.from_json(v) for v in value["archives"]),
+                payloads={int(v[0]): FileInfo.from_json(v[1:]) for v in value["payloads"]},
+                reasons=tuple(str(r) for r in value["reasons"]),
+                counters=Counters(**{k: int(v) for k, v in value["counters"].items()}),
+            )
+        except DrumManifestError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise DrumManifestError(source, f"malformed manifest: {error!r}") from error
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str = "manifest") -> Manifest:
+        try:
+            value = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise DrumManifestError(source, f"not valid JSON: {error}") from error
+        if not isinstance(value, dict):
+            raise DrumManifestError(source, "not a JSON object")
+        return cls.from_json(value, source)
+
+    def evolve(self, **changes: Any) -> Manifest:
+        return replace(self, **changes)
+
+
+def _as_manifest(value: Manifest | Mapping[str, Any] | bytes) -> Manifest:
+    if isinstance(value, Manifest):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return Manifest.from_bytes(bytes(value))
+    return Manifest.from_json(value)
+
+
+def referenced_files(manifest: Manifest | Mapping[str, Any] | bytes) -> set[str]:
+    """Names (relative to the DRUM directory) of the files a manifest refers to. O(files)."""
+    return _as_manifest(manifest).files()
+
+
+def drum_file_names(directory: str) -> list[str]:
+    """Names of the files in ``directory`` that the DRUM wrote (runs, payloads, manifests,
+    partial files of an interrupted write). Other files are never touched."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(name for name in names if _FILE_NAME.match(name))
+
+
+def collect_garbage(
+    directory: str, manifests: Iterable[Manifest | Mapping[str, Any] | bytes]
+) -> list[str]:
+    """Delete the DRUM files of ``directory`` that none of ``manifests`` refers to.
+
+    Pass every manifest that may still be restored (the live DRUM's and those of the retained
+    checkpoints). Returns the deleted names. O(files in the directory); deletes only.
+    Never call it while a merge of a DRUM on this directory is running (its new files are not
+    in any manifest yet).
+    """
+    keep: set[str] = set()
+    for manifest in manifests:
+        keep |= referenced_files(manifest)
+    deleted = []
+    for name in drum_file_names(directory):
+        if name not in keep:
+            os.remove(os.path.join(directory, name))
+            deleted.append(name)
+    return deleted
+
+
+class ManifestHistory:
+    """The manifests a DRUM had lately, for garbage collection inside a Flink job.
+
+    PyFlink tells a Python function neither when a checkpoint is taken nor when it completes,
+    so the job cannot know which manifest each retained checkpoint holds. It can bound it: a
+    checkpoint retained at time ``now`` was taken after ``now - window_ms``, with ``window_ms``
+    at least (retained checkpoints + 1) x the checkpoint interval plus the longest checkpoint
+    duration; so it holds a manifest that was current at some moment of that window. Keeping
+    every manifest current during the window (and the current one) keeps every file a restore
+    may need. The history is a plain JSON-able value to keep in keyed state beside the manifest.
+    """
+
+    VERSION = 1
+
+    def __init__(self, window_ms: int, entries: Iterable[tuple[int, bytes]] = ()) -> None:
+        self.window_ms = window_ms
+        #: (time the manifest stopped being current, manifest bytes), oldest first
+        self.entries: list[tuple[int, bytes]] = list(entries)
+
+    def replaced(self, manifest: Manifest | bytes, now_ms: int) -> None:
+        """Record that ``manifest`` stopped being current at ``now_ms``. O(1)."""
+        data = manifest.to_bytes() if isinstance(manifest, Manifest) else bytes(manifest)
+        self.entries.append((now_ms, data))
+
+    def retained(self, now_ms: int) -> list[bytes]:
+        """Manifests that a retained checkpoint may hold; forgets older ones. O(entries)."""
+        self.entries = [(t, m) for t, m in self.entries if t >= now_ms - self.window_ms]
+        return [m for _, m in self.entries]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.VERSION,
+            "window_ms": self.window_ms,
+            "entries": [[t, m.decode("utf-8")] for t, m in self.entries],
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> ManifestHistory:
+        if value.get("version") != cls.VERSION:
+            raise DrumManifestError("manifest history", f"unsupported version {value!r:.80}")
+        return cls(
+            int(value["window_ms"]),
+            [(int(t), str(m).encode("utf-8")) for t, m in value["entries"]],
+        )

@@ -1,0 +1,1318 @@
+"""The DRUM store: a buffer of operations merged in bulk with sorted, immutable runs on disk.
+
+Structure (all files immutable, listed by the :class:`~drum.manifest.Manifest`):
+
+* the **buffer**: the operations not merged yet, in memory (bounded by
+  ``DrumConfig.buffer_ops`` and ``buffer_payload_bytes``), and in the job also in keyed state
+  (:meth:`Drum.take_journal`);
+* the **main run**: every live key with its full record, sorted by key;
+* **delta runs**: one per minor merge, the buffer's updates folded to one record per key;
+* **archived sets**: keys moved out of the main run because they will probably never be
+  fetched (still "seen"); several are compacted into one when there are too many;
+* **payload segments**: the URLs of the keys each minor merge inserted, written once, never
+  rewritten; records point into them.
+
+A **minor merge** (buffer full, or :meth:`Drum.merge`) sorts the buffer, looks its keys up in
+every run by reading only the key blocks whose range holds one of them (one sequential pass per
+run), answers every check, writes the new URLs' payloads and one delta run. Its I/O is
+O(K x 8) bytes read for K keys on disk (less when the buffer is small against K), plus
+O(B x 72 + new URL bytes) written for a buffer of B operations.
+
+A **major merge** (too many delta runs, deltas larger than ``major_ratio`` of the main run, or
+asked for) streams the main run and the deltas block by block, folds them with the merge rule,
+writes a new main run, moves records that the :class:`ArchivePolicy` gives up on into a new
+archived set, and selects the URLs due for fetching (:class:`DuePolicy`: by score, next fetch
+time, a per-host budget), which it leases (a small delta run) so they are not selected twice.
+Its I/O is O(K x 72) bytes read and written; its memory is a few blocks per run plus the
+selection. With deltas allowed up to ``major_ratio`` x K records, each record is rewritten
+about 1 / major_ratio times per K updates: the amortised cost per operation is O(72 / ratio)
+bytes, independent of K.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from drum.errors import DrumCorruptError, DrumManifestError, DrumWriteError
+from drum.files import (
+    KIND_ARCHIVE,
+    KIND_DELTA,
+    KIND_MAIN,
+    FileInfo,
+    Opener,
+    PayloadFile,
+    PayloadWriter,
+    RunFile,
+    RunWriter,
+    checksum,
+    default_opener,
+)
+from drum.manifest import Counters, Manifest, collect_garbage, drum_file_names
+from drum.record import (
+    FAILURE_STATUSES,
+    LAYOUT_VERSION,
+    NEVER,
+    RECORD,
+    DrumStatus,
+    ReasonTable,
+    combine_indexed,
+    concat,
+    neutral,
+    put,
+    select,
+    take,
+)
+
+__all__ = [
+    "CHECK",
+    "CHECK_UPDATE",
+    "UPDATE",
+    "ArchivePolicy",
+    "Checks",
+    "Drum",
+    "DrumConfig",
+    "DuePolicy",
+    "DueSelection",
+    "JournalChunk",
+    "MergeResult",
+    "NewKeys",
+]
+
+#: Operation kinds (bits): a check answers "seen?", an update merges a value in.
+CHECK, UPDATE, CHECK_UPDATE = 1, 2, 3
+
+
+@dataclass(frozen=True)
+class DuePolicy:
+    """Which URLs a major merge hands out for fetching."""
+
+    #: At most this many per major merge (0: select nothing).
+    max_urls: int = 100_000
+    #: At most this many per host (by the record's host hash; 0: no limit; host 0 unlimited).
+    per_host: int = 100
+    #: Only URLs with at least this score.
+    min_score: float = float("-inf")
+    #: A selected URL is leased this long: not selected again before (0: no lease).
+    lease_ms: int = 3_600_000
+
+
+@dataclass(frozen=True)
+class ArchivePolicy:
+    """Which records a major merge moves to an archived set (leased records never move)."""
+
+    #: UNFETCHED records with a score below this (None: off).
+    min_score: float | None = None
+    #: Failed records with at least this many failures (0: off).
+    max_failures: int = 0
+    #: Per host, UNFETCHED records beyond this many records of the host, in key order, which
+    #: is a pseudo-random order within a host (0: off; host 0 has no budget).
+    host_max_urls: int = 0
+    #: Outcomes never due again (next fetch NEVER).
+    archive_done: bool = False
+
+
+@dataclass(frozen=True)
+class DrumConfig:
+    """Sizes and policies. Memory is about ``buffer_ops`` x 170 bytes (keys, values, payload
+    references) plus the payload bytes, plus a few blocks of ``block_records`` x 72 bytes per
+    run during merges, whatever the number of keys."""
+
+    buffer_ops: int = 1 << 20
+    buffer_payload_bytes: int = 256 << 20
+    block_records: int = 1 << 16
+    #: A major merge runs when there are this many delta runs...
+    max_deltas: int = 16
+    #: ...or when the delta records exceed this fraction of the main run's (or of buffer_ops).
+    major_ratio: float = 1.0
+    #: Archived sets are compacted into one when there are more than this many.
+    max_archives: int = 8
+    #: New keys are leased this long (the job sends them to the frontier at once; 0: no lease).
+    new_url_lease_ms: int = 0
+    due: DuePolicy = field(default_factory=DuePolicy)
+    archive: ArchivePolicy = field(default_factory=ArchivePolicy)
+    #: fsync every file before the manifest that names it (needed for checkpoints).
+    fsync: bool = True
+    #: Write each new manifest as a file too, so :meth:`Drum.open` can reopen the directory.
+    write_manifest_files: bool = True
+
+    def __post_init__(self) -> None:
+        if self.buffer_ops < 1 or self.block_records < 1 or self.max_deltas < 1:
+            raise ValueError("buffer_ops, block_records and max_deltas must be >= 1")
+        if not 0 < self.major_ratio or self.max_archives < 1:
+            raise ValueError("major_ratio must be > 0 and max_archives >= 1")
+
+
+@dataclass(frozen=True)
+class Checks:
+    """Answers to the check and check_update operations of one merge, in operation order."""
+
+    seq: np.ndarray  #: uint64 operation sequence numbers
+    keys: np.ndarray  #: uint64
+    seen: np.ndarray  #: bool: the key was known before this operation
+
+
+@dataclass(frozen=True)
+class NewKeys:
+    """Keys inserted by one merge (first insert of a key never seen), in operation order."""
+
+    seq: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray  #: RECORD, as stored (with payload reference and lease)
+    payloads: list[bytes]
+    #: uint8 kind of the operation that created each key: CHECK_UPDATE (a discovered link,
+    #: for the frontier) or UPDATE (an outcome for a URL never seen, e.g. after a restore)
+    kinds: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.uint8))
+
+
+@dataclass(frozen=True)
+class DueSelection:
+    """URLs handed out for fetching by a major merge, best score first."""
+
+    keys: np.ndarray
+    values: np.ndarray  #: RECORD, before the lease
+    payloads: list[bytes]
+    leased_until_ms: int
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """Everything one merge delivers, in bulk."""
+
+    merge_no: int
+    now_ms: int
+    #: Operations with a sequence number below this are merged (this merge took the rest).
+    seq_end: int
+    checks: Checks
+    new: NewKeys
+    #: Update operations on archived keys, dropped (counted in the manifest too).
+    dropped_updates: int
+    major: bool = False
+    due: DueSelection | None = None
+    archived: int = 0
+    compacted: bool = False
+
+    @property
+    def duplicates(self) -> int:
+        """Check operations that found their key already seen."""
+        return int(np.count_nonzero(self.checks.seen))
+
+
+@dataclass(frozen=True)
+class JournalChunk:
+    """Buffer operations for keyed state: if ``reset``, the pending state is ``[data]``,
+    otherwise ``data`` is appended to it."""
+
+    reset: bool
+    data: bytes
+
+
+_EMPTY_KEYS = np.empty(0, dtype=np.uint64)
+_OPS_HEAD = struct.Struct("<8sHHQQ")
+_OPS_MAGIC = b"DRUMOPS1"
+
+
+def _empty_checks() -> Checks:
+    return Checks(_EMPTY_KEYS, _EMPTY_KEYS, np.empty(0, dtype=bool))
+
+
+def _empty_new() -> NewKeys:
+    return NewKeys(_EMPTY_KEYS, _EMPTY_KEYS, np.empty(0, dtype=RECORD), [])
+
+
+def encode_ops(kinds: np.ndarray, keys: np.ndarray, values: np.ndarray, payloads: Sequence[bytes]
+               ) -> bytes:
+    """Serialise buffered operations (journal format 1, checksummed). O(n)."""
+    lens = np.fromiter(map(len, payloads), dtype="<u4", count=len(payloads))
+    blob = b"".join(payloads)
+    body = b"".join(
+        (
+            _OPS_HEAD.pack(_OPS_MAGIC, 1, LAYOUT_VERSION, len(keys), len(blob)),
+            np.ascontiguousarray(keys, dtype="<u8").tobytes(),
+            np.ascontiguousarray(kinds, dtype=np.uint8).tobytes(),
+            np.ascontiguousarray(values, dtype=RECORD).tobytes(),
+            lens.tobytes(),
+            blob,
+        )
+    )
+    return body + checksum(body).to_bytes(8, "little")
+
+
+def decode_ops(data: bytes, source: str = "journal"
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
+    """Inverse of :func:`encode_ops`; raises :class:`DrumCorruptError` on damage."""
+    if len(data) < _OPS_HEAD.size + 8:
+        raise DrumCorruptError(source, "journal chunk truncated")
+    if checksum(data[:-8]) != int.from_bytes(data[-8:], "little"):
+        raise DrumCorruptError(source, "journal chunk checksum mismatch")
+    magic, fmt, layout, n, blob_len = _OPS_HEAD.unpack_from(data)
+    if magic != _OPS_MAGIC or fmt != 1 or layout != LAYOUT_VERSION:
+        raise DrumCorruptError(source, "not a journal chunk of this format and layout")
+    at = _OPS_HEAD.size
+    keys = np.frombuffer(data, "<u8", n, at).astype(np.uint64)
+    at += 8 * n
+    kinds = np.frombuffer(data, np.uint8, n, at).copy()
+    at += n
+    values = np.frombuffer(data, RECORD, n, at).copy()
+    at += RECORD.itemsize * n
+    lens = np.frombuffer(data, "<u4", n, at).astype(np.int64)
+    at += 4 * n
+    if at + blob_len + 8 != len(data) or int(lens.sum()) != blob_len:
+        raise DrumCorruptError(source, "journal chunk sizes inconsistent")
+    ends = np.cumsum(lens) + at
+    payloads = [data[e - ln : e] for e, ln in zip(ends.tolist(), lens.tolist(), strict=True)]
+    return kinds, keys, values, payloads
+
+
+class _BlockStream:
+    """Reads a run block by block for a merge: ``take_until(bound)`` returns the records with
+    keys <= bound not yet taken. Memory: one block."""
+
+    def __init__(self, run: RunFile) -> None:
+        self.run = run
+        self.block = -1
+        self.done = False
+        self._next_block()
+
+    def _next_block(self) -> None:
+        self.block += 1
+        if self.block >= self.run.blocks:
+            self.done = True
+            self.keys = _EMPTY_KEYS
+            self.values = np.empty(0, dtype=RECORD)
+        else:
+            self.keys, self.values = self.run.read_block(self.block)
+        self.pos = 0
+
+    @property
+    def last(self) -> int:
+        return int(self.keys[-1])
+
+    def take_until(self, bound: int) -> tuple[np.ndarray, np.ndarray]:
+        end = int(np.searchsorted(self.keys, np.uint64(bound), side="right"))
+        keys = self.keys[self.pos : end]
+        values = self.values[self.pos : end]
+        self.pos = end
+        if end == len(self.keys):
+            self._next_block()
+        return keys, values
+
+
+def _group_sorted(sorted_keys: np.ndarray) -> np.ndarray:
+    """Start index of each run of equal keys in a sorted array."""
+    head = np.empty(len(sorted_keys), dtype=bool)
+    if len(sorted_keys):
+        head[0] = True
+        np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=head[1:])
+    return np.flatnonzero(head)
+
+
+def _fold_pieces(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Union of sorted runs with unique keys (oldest first), common keys merged by the rule.
+    One stable sort of the concatenation (runs already sorted: about O(n log k)) and one
+    gather of the records; only keys present in several runs are folded."""
+    pieces = [p for p in pieces if len(p[0])]
+    if not pieces:
+        return _EMPTY_KEYS, np.empty(0, dtype=RECORD)
+    if len(pieces) == 1:
+        return pieces[0]
+    keys = np.concatenate([p[0] for p in pieces])
+    values = concat([p[1] for p in pieces])
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    starts = _group_sorted(sorted_keys)
+    return sorted_keys[starts], combine_indexed(values, order, starts)
+
+
+def _merged_chunks(runs: list[RunFile]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The folded records of ``runs`` (oldest first) in key order, a few blocks at a time.
+    Memory: about one block per run."""
+    streams = [s for s in (_BlockStream(r) for r in runs) if not s.done]
+    while streams:
+        bound = min(s.last for s in streams)
+        pieces = [s.take_until(bound) for s in streams]
+        streams = [s for s in streams if not s.done]
+        keys, values = _fold_pieces(pieces)
+        if len(keys):
+            yield keys, values
+
+
+class _HostRanks:
+    """Running count of records per host over a merge in key order. Memory O(hosts)."""
+
+    def __init__(self) -> None:
+        self.hosts = np.empty(0, dtype=np.uint32)
+        self.counts = np.empty(0, dtype=np.int64)
+
+    def ranks(self, hosts: np.ndarray) -> np.ndarray:
+        """For each record (in order), how many records of its host came before it."""
+        n = len(hosts)
+        if n == 0:
+            return np.empty(0, dtype=np.int64)
+        order = np.argsort(hosts, kind="stable")
+        sorted_hosts = hosts[order]
+        head = np.empty(n, dtype=bool)
+        head[0] = True
+        np.not_equal(sorted_hosts[1:], sorted_hosts[:-1], out=head[1:])
+        starts = np.flatnonzero(head)
+        uniq = sorted_hosts[starts]
+        group = np.cumsum(head) - 1
+        within = np.arange(n) - starts[group]
+        at = np.searchsorted(self.hosts, uniq)
+        known = at < len(self.hosts)
+        known[known] = self.hosts[at[known]] == uniq[known]
+        prior = np.zeros(len(uniq), dtype=np.int64)
+        prior[known] = self.counts[at[known]]
+        ranks = np.empty(n, dtype=np.int64)
+        ranks[order] = prior[group] + within
+        sizes = np.diff(np.append(starts, n))
+        self.counts[at[known]] += sizes[known]
+        new_hosts = uniq[~known]
+        if len(new_hosts):
+            hosts_all = np.concatenate((self.hosts, new_hosts))
+            counts_all = np.concatenate((self.counts, sizes[~known]))
+            resort = np.argsort(hosts_all, kind="stable")
+            self.hosts, self.counts = hosts_all[resort], counts_all[resort]
+        return ranks
+
+
+def _rank_within(groups: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """For records sorted by ``order`` (grouped by ``groups``), the rank within the group."""
+    g = groups[order]
+    n = len(g)
+    head = np.empty(n, dtype=bool)
+    if n:
+        head[0] = True
+        np.not_equal(g[1:], g[:-1], out=head[1:])
+    starts = np.flatnonzero(head)
+    group = np.cumsum(head) - 1
+    ranks = np.empty(n, dtype=np.int64)
+    ranks[order] = np.arange(n) - starts[group]
+    return ranks
+
+
+class _DueSelector:
+    """Best ``max_urls`` due records by (score desc, key asc), at most ``per_host`` per host.
+    Exact and incremental: memory O(max_urls + one chunk)."""
+
+    def __init__(self, policy: DuePolicy) -> None:
+        self.policy = policy
+        self.keys = _EMPTY_KEYS
+        self.values = np.empty(0, dtype=RECORD)
+
+    def offer(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Merge candidates in. O(c log c) for c candidates that can still make it."""
+        max_urls = self.policy.max_urls
+        if len(keys) == 0 or max_urls <= 0:
+            return
+        if len(self.keys) >= max_urls:
+            # Full: only candidates better than the worst selected, by (score desc, key asc).
+            worst_score = self.values["score"][-1]
+            worst_key = self.keys[-1]
+            score = values["score"]
+            better = (score > worst_score) | ((score == worst_score) & (keys < worst_key))
+            if not better.any():
+                return
+            keys, values = keys[better], select(values, better)
+        keys = np.concatenate((self.keys, keys))
+        values = concat([self.values, values])
+        score = values["score"].astype(np.float64)
+        if self.policy.per_host > 0:
+            hosts = values["host"]
+            order = np.lexsort((keys, -score, hosts))
+            rank = _rank_within(hosts, order)
+            keep = (rank < self.policy.per_host) | (hosts == 0)
+            keys, values, score = keys[keep], select(values, keep), score[keep]
+        order = np.lexsort((keys, -score))[:max_urls]
+        self.keys, self.values = keys[order], take(values, order)
+
+    def offer_due(self, keys: np.ndarray, values: np.ndarray, now_ms: int) -> None:
+        """Offer the records of a chunk that are due at ``now_ms``: UNFETCHED or an outcome,
+        next fetch time reached, not leased, score at least the policy's minimum."""
+        if len(self.keys) >= self.policy.max_urls:  # cheap test first: can any make it?
+            worst_score = self.values["score"][-1]
+            score = values["score"]
+            better = (score > worst_score) | ((score == worst_score) & (keys < self.keys[-1]))
+            if not better.any():
+                return
+            keys, values = keys[better], select(values, better)
+        due = (
+            (values["status"] >= DrumStatus.UNFETCHED)
+            & (values["next_fetch_ms"] <= now_ms)
+            & (values["leased_until_ms"] <= now_ms)
+            & (values["score"] >= self.policy.min_score)
+        )
+        if due.any():
+            self.offer(keys[due], select(values, due))
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """The selection, best first."""
+        return self.keys, self.values
+
+
+class Drum:
+    """A DRUM in one directory. Build it with :meth:`create`, :meth:`open` or :meth:`restore`.
+
+    Operations are buffered and answered in bulk: each operation method returns the
+    :class:`MergeResult` of every merge it triggered (usually none). Operation ``i`` of a
+    DRUM's life has sequence number ``i``; ``next_seq`` is the number of the next one.
+    Not thread-safe: one DRUM is used by one thread.
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        manifest: Manifest,
+        config: DrumConfig,
+        opener: Opener | None,
+        *,
+        verify: bool = False,
+    ) -> None:
+        self.directory = os.fspath(directory)
+        self.config = config
+        self._opener = opener or default_opener
+        self._manifest = manifest
+        self._reasons = ReasonTable(manifest.reasons)
+        self._state_version = 0
+        self._main: RunFile | None = None
+        self._deltas: list[RunFile] = []
+        self._archives: list[RunFile] = []
+        self._payload_files: dict[int, PayloadFile] = {}
+        self._open_files(verify)
+        cap = config.buffer_ops
+        self._keys = np.empty(cap, dtype=np.uint64)
+        self._kinds = np.empty(cap, dtype=np.uint8)
+        self._values = np.empty(cap, dtype=RECORD)
+        self._payloads: list[bytes] = []
+        self._payload_bytes = 0
+        self._fill = 0
+        self._journal_from = 0
+        self._journal_reset = False
+        self._closed = False
+        #: Seconds spent per merge phase (diagnostics; see also drum.files.IO_SECONDS).
+        self.timings: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def create(
+        cls, directory: str, config: DrumConfig | None = None, *, opener: Opener | None = None
+    ) -> Drum:
+        """A new, empty DRUM in ``directory`` (created if needed; must hold no manifest).
+        O(1) I/O."""
+        os.makedirs(directory, exist_ok=True)
+        if any(n.startswith("manifest-") for n in drum_file_names(directory)):
+            raise DrumManifestError(directory, "already holds a DRUM (use Drum.open)")
+        manifest = Manifest(token=os.urandom(4).hex())
+        return cls(directory, manifest, config or DrumConfig(), opener)
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        config: DrumConfig | None = None,
+        *,
+        opener: Opener | None = None,
+        verify: bool = False,
+    ) -> Drum:
+        """Reopen the DRUM of ``directory`` from its newest manifest file (standalone use;
+        operations never merged are lost, as without a journal). O(files) I/O."""
+        names = [n for n in drum_file_names(directory) if n.startswith("manifest-")]
+        names = [n for n in names if n.endswith(".json")]
+        if not names:
+            raise DrumManifestError(directory, "no DRUM manifest in this directory")
+        newest = max(names, key=lambda n: int(n.split("-")[1], 16))
+        path = os.path.join(directory, newest)
+        with open(path, "rb") as handle:
+            manifest = Manifest.from_bytes(handle.read(), path)
+        return cls(directory, manifest, config or DrumConfig(), opener, verify=verify)
+
+    @classmethod
+    def restore(
+        cls,
+        directory: str,
+        manifest: Manifest | Mapping[str, Any] | bytes,
+        pending: Iterable[bytes] = (),
+        config: DrumConfig | None = None,
+        *,
+        opener: Opener | None = None,
+        verify: bool = False,
+    ) -> Drum:
+        """The DRUM described by ``manifest`` with the journal chunks ``pending`` back in its
+        buffer: exactly the DRUM whose manifest and journal were stored (the job's restore).
+
+        Checks that every file exists with the recorded size and checksum (O(files) I/O;
+        with ``verify``, reads and checks every block and payload: O(total size)). Raises
+        :class:`DrumMissingFileError` or :class:`DrumCorruptError` naming the file.
+        """
+        if isinstance(manifest, bytes | bytearray):
+            manifest = Manifest.from_bytes(bytes(manifest))
+        elif not isinstance(manifest, Manifest):
+            manifest = Manifest.from_json(manifest)
+        drum = cls(directory, manifest, config or DrumConfig(), opener, verify=verify)
+        for index, chunk in enumerate(pending):
+            kinds, keys, values, payloads = decode_ops(chunk, f"pending chunk {index}")
+            drum._append_raw(kinds, keys, values, payloads)
+        drum._journal_from = drum._fill
+        return drum
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.directory, name)
+
+    def _open_files(self, verify: bool) -> None:
+        m = self._manifest
+        opened: list[RunFile | PayloadFile] = []
+        try:
+            if m.main:
+                self._main = RunFile(self._path(m.main.name), m.main)
+                opened.append(self._main)
+            for info in m.deltas:
+                self._deltas.append(RunFile(self._path(info.name), info))
+                opened.append(self._deltas[-1])
+            for info in m.archives:
+                self._archives.append(RunFile(self._path(info.name), info))
+                opened.append(self._archives[-1])
+            for info in m.payloads.values():
+                payload = PayloadFile(self._path(info.name), info)
+                if verify:
+                    payload.verify()
+                payload.close()  # reopened on demand: there may be many
+            if verify:
+                for run in self._runs():
+                    for block in range(run.blocks):
+                        run.read_block(block)
+        except BaseException:
+            for item in opened:
+                item.close()
+            raise
+
+    def _runs(self) -> list[RunFile]:
+        return ([self._main] if self._main else []) + self._deltas + self._archives
+
+    # ------------------------------------------------------------------ state for the job
+
+    @property
+    def manifest(self) -> Manifest:
+        """The current manifest (with the reason table as it is now). O(files)."""
+        if len(self._reasons) != len(self._manifest.reasons):
+            self._manifest = self._manifest.evolve(reasons=tuple(self._reasons.names()))
+        return self._manifest
+
+    def manifest_bytes(self) -> bytes:
+        """:attr:`manifest` as compact JSON bytes, for keyed state. O(files)."""
+        return self.manifest.to_bytes()
+
+    @property
+    def state_version(self) -> int:
+        """Changes whenever the manifest changes (merge, new reason): store it then."""
+        return self._state_version
+
+    @property
+    def next_seq(self) -> int:
+        return self._manifest.counters.next_seq + self._fill
+
+    @property
+    def buffered(self) -> int:
+        """Operations in the buffer."""
+        return self._fill
+
+    @property
+    def counters(self) -> Counters:
+        return self._manifest.counters
+
+    def __len__(self) -> int:
+        """Distinct keys known after the last merge (live and archived). O(1)."""
+        return self._manifest.counters.keys
+
+    def reason_code(self, reason: str) -> int:
+        """The code of a reason string (added to the table if new). O(1)."""
+        before = len(self._reasons)
+        code = self._reasons.code(reason)
+        if len(self._reasons) != before:
+            self._state_version += 1
+        return code
+
+    def reason_name(self, code: int) -> str:
+        return self._reasons.name(code)
+
+    def pending(self) -> bytes:
+        """Every buffered operation as one journal chunk. O(buffer)."""
+        n = self._fill
+        return encode_ops(self._kinds[:n], self._keys[:n], self._values[:n], self._payloads)
+
+    def take_journal(self) -> JournalChunk:
+        """The operations buffered since the previous call, for the job's keyed state (a list
+        of chunks): ``reset`` tells that a merge consumed the earlier chunks. O(new ops)."""
+        start, n = self._journal_from, self._fill
+        chunk = JournalChunk(
+            self._journal_reset,
+            encode_ops(
+                self._kinds[start:n], self._keys[start:n], self._values[start:n],
+                self._payloads[start:n],
+            ),
+        )
+        self._journal_from = n
+        self._journal_reset = False
+        return chunk
+
+    def collect_garbage(self, retained: Iterable[Manifest | Mapping[str, Any] | bytes] = ()
+                        ) -> list[str]:
+        """Delete the files of this directory that neither the current manifest nor any of
+        ``retained`` refers to. O(files); returns the deleted names."""
+        return collect_garbage(self.directory, [self.manifest, *retained])
+
+    # ------------------------------------------------------------------ operations
+
+    def check(self, keys: np.ndarray | Sequence[int], *, now_ms: int) -> list[MergeResult]:
+        """Buffer "is this key known?" for each key. Answers come in the merge's
+        :class:`Checks`. O(1) amortised per key in memory; merges as described above."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        return self._add(CHECK, keys, None, None, now_ms)
+
+    def update(
+        self,
+        keys: np.ndarray | Sequence[int],
+        values: np.ndarray,
+        payloads: Sequence[bytes] | None = None,
+        *,
+        now_ms: int,
+    ) -> list[MergeResult]:
+        """Buffer "merge ``values[i]`` into the record of ``keys[i]``" (creating it, with
+        ``payloads[i]`` as its URL, if the key is unknown). Updates to archived keys are
+        dropped and counted. O(1) amortised per key in memory."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        return self._add(UPDATE, keys, values, payloads, now_ms)
+
+    def check_update(
+        self,
+        keys: np.ndarray | Sequence[int],
+        values: np.ndarray,
+        payloads: Sequence[bytes] | None = None,
+        *,
+        now_ms: int,
+    ) -> list[MergeResult]:
+        """A check, then an update: the URL-seen test of discovered links. Unknown keys come
+        back in :class:`NewKeys` with their payload. O(1) amortised per key in memory."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        return self._add(CHECK_UPDATE, keys, values, payloads, now_ms)
+
+    def merge(self, *, now_ms: int, major: bool = False) -> MergeResult:
+        """Merge the buffer now (a minor merge; nothing written if it is empty); with
+        ``major``, then also a major merge (fold, archive, select due URLs). I/O: see the
+        module docstring."""
+        return self._merge(now_ms, force_major=major)
+
+    def _add(
+        self,
+        kind: int,
+        keys: np.ndarray,
+        values: np.ndarray | None,
+        payloads: Sequence[bytes] | None,
+        now_ms: int,
+    ) -> list[MergeResult]:
+        self._ensure_open()
+        if keys.ndim != 1:
+            raise ValueError("keys must be a 1-D array of uint64")
+        n = len(keys)
+        if values is None:
+            values = neutral(n)
+        elif values.dtype != RECORD or values.shape != (n,):
+            raise ValueError(f"values must be an array of {n} drum.RECORD records")
+        byte_cap = self.config.buffer_payload_bytes
+        if payloads is None:
+            payloads = [b""] * n
+            total = 0
+            lens = None
+        else:
+            if len(payloads) != n:
+                raise ValueError(f"{len(payloads)} payloads for {n} keys")
+            total = sum(map(len, payloads))
+            if total > 0xFFFF and max(map(len, payloads)) > 0xFFFF:
+                raise ValueError("a payload is longer than 65535 bytes")
+            lens = None if self._payload_bytes + total < byte_cap else np.fromiter(
+                map(len, payloads), dtype=np.int64, count=n
+            )
+        kinds = np.full(n, kind, dtype=np.uint8)
+        results: list[MergeResult] = []
+        cap = self.config.buffer_ops
+        i = 0
+        if lens is None and self._fill + n < cap:  # the common case: all fits, no merge
+            self._append_raw(kinds, keys, values, payloads, total)
+            return results
+        if lens is None:
+            lens = np.fromiter(map(len, payloads), dtype=np.int64, count=n)
+        while i < n:
+            count = min(cap - self._fill, n - i)
+            if count > 0:
+                room = byte_cap - self._payload_bytes
+                fits = int(np.searchsorted(np.cumsum(lens[i : i + count]), room, side="right"))
+                count = max(fits, 1) if self._fill == 0 else fits
+            if count == 0:
+                results.append(self._merge(now_ms))
+                continue
+            self._append_raw(
+                kinds[i : i + count], keys[i : i + count], values[i : i + count],
+                payloads[i : i + count], int(lens[i : i + count].sum()),
+            )
+            i += count
+            if self._fill >= cap or self._payload_bytes >= byte_cap:
+                results.append(self._merge(now_ms))
+        return results
+
+    def _append_raw(
+        self,
+        kinds: np.ndarray,
+        keys: np.ndarray,
+        values: np.ndarray,
+        payloads: Sequence[bytes],
+        payload_bytes: int | None = None,
+    ) -> None:
+        n = len(keys)
+        end = self._fill + n
+        if end > len(self._keys):  # a restore with more pending than the buffer holds
+            grow = max(end, 2 * len(self._keys))
+            self._keys = np.resize(self._keys, grow)
+            self._kinds = np.resize(self._kinds, grow)
+            self._values = np.resize(self._values, grow)
+        self._keys[self._fill : end] = keys
+        self._kinds[self._fill : end] = kinds
+        put(self._values, slice(self._fill, end), values)  # payload fields cleared at merge
+        self._payloads.extend(payloads)
+        self._payload_bytes += (
+            sum(map(len, payloads)) if payload_bytes is None else payload_bytes
+        )
+        self._fill = end
+
+    # ------------------------------------------------------------------ merging
+
+    def _new_name(self, prefix: str, serial: int, index: int) -> str:
+        return f"{prefix}-{serial:010x}-{os.urandom(4).hex()}-{index:x}.drum"
+
+    def _merge(self, now_ms: int, force_major: bool = False) -> MergeResult:
+        self._ensure_open()
+        old = self.manifest
+        serial = old.serial + 1
+        written: list[str] = []  # paths of new files, removed if the merge fails
+        opened: list[RunFile] = []
+        try:
+            state = _MergeState(self, old, serial, now_ms, written, opened)
+            result = state.minor()
+            c = state.counters
+            main_records = state.main_records()
+            if (
+                force_major
+                or len(state.deltas) >= self.config.max_deltas
+                or state.delta_records()
+                > self.config.major_ratio * max(main_records, self.config.buffer_ops)
+            ):
+                result = state.major(result)
+            c = state.counters
+            manifest = Manifest(
+                serial=serial,
+                token=os.urandom(4).hex(),  # unique name even after a restore of an older one
+                main=state.main.info() if state.main else None,
+                deltas=tuple(r.info() for r in state.deltas),
+                archives=tuple(r.info() for r in state.archives),
+                payloads=state.payloads,
+                reasons=tuple(self._reasons.names()),
+                counters=c,
+            )
+            if self.config.write_manifest_files:
+                path = self._path(manifest.file_name)
+                writer = _ManifestWriter(path, self._opener, self.config.fsync)
+                written.append(path)
+                writer.write(manifest.to_bytes())
+        except BaseException:
+            for run in opened:
+                run.close()
+            for path in written:
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+            raise
+        # Commit: swap the in-memory state (files of the old manifest stay on disk).
+        keep = {id(r) for r in [state.main, *state.deltas, *state.archives] if r is not None}
+        for run in self._runs():
+            if id(run) not in keep:
+                run.close()
+        self._main, self._deltas, self._archives = state.main, state.deltas, state.archives
+        self._manifest = manifest
+        self._state_version += 1
+        self._fill = 0
+        self._payloads = []
+        self._payload_bytes = 0
+        self._journal_from = 0
+        self._journal_reset = True
+        return result
+
+    def _payload_file(self, seg: int, manifest: Manifest) -> PayloadFile:
+        handle = self._payload_files.get(seg)
+        if handle is None:
+            info = manifest.payloads.get(seg)
+            if info is None:
+                raise DrumCorruptError(self.directory, f"record refers to unknown segment {seg}")
+            handle = PayloadFile(self._path(info.name), info)
+            if len(self._payload_files) >= 64:
+                for other in self._payload_files.values():
+                    other.close()
+                self._payload_files.clear()
+            self._payload_files[seg] = handle
+        return handle
+
+    def read_payloads(self, values: np.ndarray, manifest: Manifest | None = None) -> list[bytes]:
+        """The payloads (URLs) of records, each checked (the 4 KiB pages holding it are read
+        and checked against their CRC-32). One pread per record."""
+        manifest = manifest or self._manifest
+        out = []
+        for seg, off, length in zip(
+            values["payload_seg"].tolist(), values["payload_off"].tolist(),
+            values["payload_len"].tolist(), strict=True,
+        ):
+            if seg == 0:
+                out.append(b"")
+            else:
+                out.append(self._payload_file(seg, manifest).read(off, length))
+        return out
+
+    # ------------------------------------------------------------------ reading
+
+    def items(self, *, archived: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray, bool]]:
+        """Every merged record, in key order per part: ``(keys, values, is_archived)`` chunks,
+        first the live records (main run and deltas folded), then each archived set.
+        The buffer is not included. O(total size) I/O, memory a few blocks per run."""
+        self._ensure_open()
+        for keys, values in _merged_chunks([r for r in [self._main, *self._deltas] if r]):
+            yield keys, values, False
+        if archived:
+            for run in self._archives:
+                for block in range(run.blocks):
+                    keys, values = run.read_block(block)
+                    yield keys, values, True
+
+    def close(self) -> None:
+        """Close the open files (nothing is written). The DRUM cannot be used afterwards."""
+        for run in self._runs():
+            run.close()
+        for handle in self._payload_files.values():
+            handle.close()
+        self._payload_files.clear()
+        self._closed = True
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise ValueError("this DRUM is closed")
+
+    def __enter__(self) -> Drum:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ invariants
+
+    def _check(self) -> None:
+        """Assert the invariants (tests; O(total size) I/O and memory):
+
+        * the manifest names exactly the open runs and every file it names exists with the
+          recorded size and checksum (reopened and fully read);
+        * every run's keys are strictly increasing (no duplicates within a run), blocks agree
+          with the table;
+        * archived sets are disjoint from each other and from the live runs;
+        * the counters match: distinct keys, archived keys, sequence numbers;
+        * every payload reference points inside a live segment;
+        * the buffer is within its bounds and consistent with the journal marks.
+        """
+        m = self.manifest
+        assert [r.info() for r in self._runs()] == m.runs(), "open runs differ from manifest"
+        live_keys: list[np.ndarray] = []
+        archived_keys: list[np.ndarray] = []
+        records: list[np.ndarray] = []
+        for run, info in zip(self._runs(), m.runs(), strict=True):
+            fresh = RunFile(self._path(info.name), info)  # re-read from disk
+            try:
+                last = -1
+                keys_all = []
+                for block in range(fresh.blocks):
+                    keys, values = fresh.read_block(block)
+                    entry = fresh.table[block]
+                    assert len(keys) > 0, f"{info.name}: empty block"
+                    assert int(entry["first"]) == int(keys[0]), f"{info.name}: fence first"
+                    assert int(entry["last"]) == int(keys[-1]), f"{info.name}: fence last"
+                    assert bool(np.all(keys[1:] > keys[:-1])), f"{info.name}: not sorted"
+                    assert int(keys[0]) > last, f"{info.name}: blocks out of order"
+                    last = int(keys[-1])
+                    keys_all.append(keys)
+                    records.append(values)
+                keys = np.concatenate(keys_all) if keys_all else _EMPTY_KEYS
+                assert len(keys) == fresh.records == run.records
+                kind = KIND_ARCHIVE if run in self._archives else None
+                if kind == KIND_ARCHIVE:
+                    assert fresh.kind == KIND_ARCHIVE, f"{info.name}: not an archive"
+                    archived_keys.append(keys)
+                else:
+                    live_keys.append(keys)
+            finally:
+                fresh.close()
+        if self._main is not None:
+            assert self._main.kind == KIND_MAIN
+        assert all(d.kind == KIND_DELTA for d in self._deltas)
+        live = np.unique(np.concatenate(live_keys)) if live_keys else _EMPTY_KEYS
+        arch = np.concatenate(archived_keys) if archived_keys else _EMPTY_KEYS
+        assert len(np.unique(arch)) == len(arch), "a key is in two archived sets"
+        assert len(np.intersect1d(live, arch)) == 0, "a key is both live and archived"
+        c = m.counters
+        assert c.keys == len(live) + len(arch), f"keys counter {c.keys} != {len(live)}+{len(arch)}"
+        assert c.archived == len(arch), "archived counter mismatch"
+        assert c.next_segment > max(m.payloads, default=0)
+        if records:
+            values = np.concatenate(records)
+            refs = values[values["payload_seg"] != 0]
+            for seg in np.unique(refs["payload_seg"]).tolist():
+                assert seg in m.payloads, f"record refers to segment {seg} not in the manifest"
+                info = m.payloads[seg]
+                mine = refs[refs["payload_seg"] == seg]
+                ends = mine["payload_off"].astype(np.int64) + mine["payload_len"]
+                assert int(ends.max()) <= info.records, f"payload beyond segment {seg}"
+        for seg, info in m.payloads.items():
+            handle = PayloadFile(self._path(info.name), info)
+            handle.verify()
+            handle.close()
+            assert 0 < seg < c.next_segment
+        assert 0 <= self._journal_from <= self._fill <= len(self._keys)
+        assert len(self._payloads) == self._fill
+        assert self._payload_bytes == sum(map(len, self._payloads))
+        assert self._payload_bytes <= max(self.config.buffer_payload_bytes, 0xFFFF) or (
+            len(self._keys) > self.config.buffer_ops
+        ), "the buffer's payload bytes exceed their bound"
+
+
+class _ManifestWriter(PayloadWriter):
+    def write(self, blob: bytes) -> FileInfo:  # type: ignore[override]
+        self._write(blob)
+        self._finish()
+        return FileInfo(os.path.basename(self.path), len(blob), 0, 0)
+
+
+class _MergeState:
+    """One merge in progress: the new files and the state they make, committed only at the end
+    (so a failure leaves the DRUM as it was)."""
+
+    def __init__(
+        self,
+        drum: Drum,
+        manifest: Manifest,
+        serial: int,
+        now_ms: int,
+        written: list[str],
+        opened: list[RunFile],
+    ) -> None:
+        self.drum = drum
+        self.config = drum.config
+        self.serial = serial
+        self.now_ms = now_ms
+        self.written = written
+        self.opened = opened
+        self.main = drum._main
+        self.deltas = list(drum._deltas)
+        self.archives = list(drum._archives)
+        self.payloads = dict(manifest.payloads)
+        self.counters = manifest.counters
+        self.manifest = manifest
+        self._files = 0
+        self._last_lap = time.perf_counter()
+
+    def _lap(self, name: str) -> None:
+        """Add the time since the previous lap to ``timings[name]``."""
+        now = time.perf_counter()
+        timings = self.drum.timings
+        timings[name] = timings.get(name, 0.0) + now - self._last_lap
+        self._last_lap = now
+
+    def main_records(self) -> int:
+        return self.main.records if self.main else 0
+
+    def delta_records(self) -> int:
+        return sum(d.records for d in self.deltas)
+
+    def _run_writer(self, kind: int) -> RunWriter:
+        name = self.drum._new_name("run", self.serial, self._files)
+        self._files += 1
+        path = self.drum._path(name)
+        writer = RunWriter(
+            path, kind, block_records=self.config.block_records, opener=self.drum._opener,
+            fsync=self.config.fsync,
+        )
+        self.written.append(path)
+        return writer
+
+    def _finish_run(self, writer: RunWriter) -> RunFile:
+        info = writer.close()
+        run = RunFile(writer.path, info)
+        self.opened.append(run)
+        return run
+
+    # -- lookups
+
+    def _member(self, run: RunFile, ukeys: np.ndarray, out: np.ndarray) -> None:
+        """Mark in ``out`` the sorted unique ``ukeys`` present in ``run``: reads only the key
+        blocks whose range holds one of them."""
+        table = run.table
+        if len(table) == 0 or len(ukeys) == 0:
+            return
+        lo = np.searchsorted(ukeys, table["first"], side="left")
+        hi = np.searchsorted(ukeys, table["last"], side="right")
+        for block in np.flatnonzero(hi > lo).tolist():
+            a, b = int(lo[block]), int(hi[block])
+            keys = run.read_keys(block)
+            q = ukeys[a:b]
+            at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+            out[a:b] |= keys[at] == q
+
+    # -- minor merge
+
+    def minor(self) -> MergeResult:
+        drum = self.drum
+        n = drum._fill
+        base = self.counters.next_seq
+        merge_no = self.counters.merges + 1
+        if n == 0:
+            self.counters = replace(self.counters, merges=merge_no)
+            return MergeResult(merge_no, self.now_ms, base, _empty_checks(), _empty_new(), 0)
+        keys = drum._keys[:n]
+        kinds = drum._kinds[:n]
+        values = drum._values[:n]
+        order = np.argsort(keys)  # not stable (three times faster than a stable sort)...
+        sk = keys[order]
+        head = np.empty(n, dtype=bool)
+        head[0] = True
+        np.not_equal(sk[1:], sk[:-1], out=head[1:])
+        starts = np.flatnonzero(head)
+        ukeys = sk[starts]
+        group = np.cumsum(head) - 1
+        if len(starts) < n:  # ...so put each key's operations back in sequence order
+            order = np.sort(group * n + order) % n
+        self._lap("minor.sort")
+        live = np.zeros(len(ukeys), dtype=bool)
+        archived = np.zeros(len(ukeys), dtype=bool)
+        for run in ([self.main] if self.main else []) + self.deltas:
+            self._member(run, ukeys, live)
+        for run in self.archives:
+            self._member(run, ukeys, archived)
+        self._lap("minor.lookup")
+        skind = kinds[order]
+        inserts = (skind & UPDATE) != 0
+        count = np.cumsum(inserts)
+        before = count - inserts
+        before = before - before[starts][group]
+        seen = (live | archived)[group] | (before > 0)
+        # Back to operation order by scattering through the permutation (no second sort).
+        seen_by_op = np.empty(n, dtype=bool)
+        seen_by_op[order] = seen
+        is_check = (kinds & CHECK) != 0
+        checks = Checks(
+            (base + np.flatnonzero(is_check)).astype(np.uint64), keys[is_check],
+            seen_by_op[is_check],
+        )
+        on_archive = archived[group]
+        dropped = int(np.count_nonzero(inserts & on_archive))
+        applied = inserts & ~on_archive
+        akeys = sk[applied]
+        new_mask = inserts & ~seen  # the first insert of each key unknown so far
+        if len(akeys):
+            head2 = np.empty(len(akeys), dtype=bool)
+            head2[0] = True
+            np.not_equal(akeys[1:], akeys[:-1], out=head2[1:])
+            starts2 = np.flatnonzero(head2)
+            delta_keys = akeys[starts2]
+            delta_values = combine_indexed(values, order[applied], starts2)
+            for name in ("payload_seg", "payload_off", "payload_len", "reserved"):
+                delta_values[name] = 0  # payload references are the DRUM's to set
+        else:
+            delta_keys, delta_values = _EMPTY_KEYS, np.empty(0, dtype=RECORD)
+        self._lap("minor.fold")
+        # New keys in operation order (their payloads are read sequentially from the buffer).
+        new_pos_by_key = order[new_mask]
+        at_by_op = np.empty(n, dtype=np.int64)
+        at_by_op[new_pos_by_key] = np.searchsorted(delta_keys, sk[new_mask])  # sorted queries
+        is_new = np.zeros(n, dtype=bool)
+        is_new[new_pos_by_key] = True
+        new_pos = np.flatnonzero(is_new)
+        new_keys = keys[new_pos]
+        at = at_by_op[new_pos]
+        payloads = drum._payloads
+        new_payloads = [payloads[i] for i in new_pos.tolist()]
+        segment = self.counters.next_segment
+        lens = np.fromiter(map(len, new_payloads), dtype=np.int64, count=len(new_payloads))
+        total = int(lens.sum())
+        if total:
+            if total >= 1 << 32:
+                raise ValueError("payloads of one merge exceed 4 GiB: lower buffer_payload_bytes")
+            name = drum._new_name("pay", self.serial, self._files)
+            self._files += 1
+            path = drum._path(name)
+            writer = PayloadWriter(path, drum._opener, self.config.fsync)
+            self.written.append(path)
+            blob = b"".join(new_payloads)
+            self.payloads[segment] = writer.write(blob)
+            offsets = np.cumsum(lens) - lens
+            has = lens > 0
+            target = at[has]
+            delta_values["payload_seg"][target] = segment
+            delta_values["payload_off"][target] = offsets[has]
+            delta_values["payload_len"][target] = lens[has]
+            segment += 1
+        if self.config.new_url_lease_ms and len(at):
+            lease = self.now_ms + self.config.new_url_lease_ms
+            current = delta_values["leased_until_ms"][at]
+            delta_values["leased_until_ms"][at] = np.maximum(current, lease)
+        self._lap("minor.payloads")
+        if len(delta_keys):
+            writer = self._run_writer(KIND_DELTA)
+            writer.append(delta_keys, delta_values)
+            self.deltas.append(self._finish_run(writer))
+        self._lap("minor.write_delta")
+        new = NewKeys(
+            (base + new_pos).astype(np.uint64), new_keys, take(delta_values, at), new_payloads,
+            kinds[new_pos],
+        )
+        c = self.counters
+        self.counters = replace(
+            c,
+            keys=c.keys + len(new_keys),
+            next_seq=c.next_seq + n,
+            next_segment=segment,
+            merges=merge_no,
+            dropped_updates=c.dropped_updates + dropped,
+        )
+        return MergeResult(merge_no, self.now_ms, base + n, checks, new, dropped)
+
+    # -- major merge
+
+    def _archive_mask(self, values: np.ndarray, ranks: _HostRanks) -> np.ndarray:
+        policy = self.config.archive
+        status = values["status"]
+        leased = values["leased_until_ms"] > self.now_ms
+        mask = np.zeros(len(values), dtype=bool)
+        if policy.max_failures > 0:
+            mask |= np.isin(status, FAILURE_STATUSES) & (
+                values["failure_count"] >= policy.max_failures
+            )
+        if policy.min_score is not None:
+            mask |= (status == DrumStatus.UNFETCHED) & (values["score"] < policy.min_score)
+        if policy.archive_done:
+            mask |= (status >= 2) & (values["next_fetch_ms"] == NEVER)
+        mask &= ~leased
+        if policy.host_max_urls > 0:
+            keep = np.flatnonzero(~mask)
+            hosts = values["host"][keep]
+            rank = ranks.ranks(hosts)
+            over = (
+                (rank >= policy.host_max_urls)
+                & (hosts != 0)
+                & (status[keep] == DrumStatus.UNFETCHED)
+                & ~leased[keep]
+            )
+            mask[keep[over]] = True
+        return mask
+
+    def major(self, minor_result: MergeResult) -> MergeResult:
+        now = self.now_ms
+        sources = [r for r in [self.main, *self.deltas] if r is not None]
+        main_writer = self._run_writer(KIND_MAIN)
+        archive_writer: RunWriter | None = None
+        selector = _DueSelector(self.config.due)
+        ranks = _HostRanks()
+        due_policy = self.config.due
+        archived = 0
+        self._lap("major.start")
+        for keys, values in _merged_chunks(sources):
+            self._lap("major.read_fold")
+            to_archive = self._archive_mask(values, ranks)
+            kept = ~to_archive
+            if to_archive.any():
+                if archive_writer is None:
+                    archive_writer = self._run_writer(KIND_ARCHIVE)
+                archive_writer.append(keys[to_archive], select(values, to_archive))
+                archived += int(np.count_nonzero(to_archive))
+            keys, values = keys[kept], select(values, kept)
+            self._lap("major.archive")
+            main_writer.append(keys, values)
+            self._lap("major.write_main")
+            if due_policy.max_urls > 0:
+                selector.offer_due(keys, values, now)
+                self._lap("major.select")
+        new_main = self._finish_run(main_writer) if main_writer.total else None
+        if new_main is None:
+            main_writer.abort()
+            self.written.remove(main_writer.path)
+        self._lap("major.write_main")
+        new_archives = list(self.archives)
+        if archive_writer is not None:
+            new_archives.append(self._finish_run(archive_writer))
+        due_keys, due_values = selector.result()
+        lease_until = now + due_policy.lease_ms if due_policy.lease_ms > 0 else 0
+        new_deltas: list[RunFile] = []
+        if len(due_keys) and lease_until:
+            order = np.argsort(due_keys)
+            lease = neutral(len(due_keys))
+            lease["leased_until_ms"] = lease_until
+            writer = self._run_writer(KIND_DELTA)
+            writer.append(due_keys[order], lease)
+            new_deltas.append(self._finish_run(writer))
+        self._lap("major.lease")
+        compacted = False
+        if len(new_archives) > self.config.max_archives:
+            new_archives = [self._compact(new_archives)]
+            compacted = True
+        self._lap("major.compact")
+        self.main, self.deltas, self.archives = new_main, new_deltas, new_archives
+        c = self.counters
+        self.counters = replace(
+            c,
+            archived=c.archived + archived,
+            major_merges=c.major_merges + 1,
+            compactions=c.compactions + int(compacted),
+        )
+        due_manifest = self.manifest.evolve(payloads=self.payloads)
+        due_selection = DueSelection(
+            due_keys, due_values, self.drum.read_payloads(due_values, due_manifest), lease_until
+        )
+        self._lap("major.read_due_payloads")
+        return MergeResult(
+            minor_result.merge_no,
+            now,
+            minor_result.seq_end,
+            minor_result.checks,
+            minor_result.new,
+            minor_result.dropped_updates,
+            major=True,
+            due=due_selection,
+            archived=archived,
+            compacted=compacted,
+        )
+
+    def _compact(self, archives: list[RunFile]) -> RunFile:
+        """Merge archived sets (disjoint keys) into one. O(their size) I/O."""
+        writer = self._run_writer(KIND_ARCHIVE)
+        streams = [s for s in (_BlockStream(r) for r in archives) if not s.done]
+        while streams:
+            bound = min(s.last for s in streams)
+            pieces = [s.take_until(bound) for s in streams]
+            streams = [s for s in streams if not s.done]
+            keys = np.concatenate([p[0] for p in pieces])
+            values = concat([p[1] for p in pieces])
+            order = np.argsort(keys)
+            writer.append(keys[order], take(values, order))
+        return self._finish_run(writer)
+
+
+# Keep the error types importable from here too (callers catch them around operations).
+__all__ += ["DrumWriteError"]
+_ = DrumWriteError

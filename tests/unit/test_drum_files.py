@@ -1,0 +1,345 @@
+"""DRUM files: bad input fails loudly naming the file; archived and compacted sets stay seen;
+restore and garbage collection keep what a retained manifest needs."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from drum import (
+    ArchivePolicy,
+    Drum,
+    DrumConfig,
+    DrumCorruptError,
+    DrumManifestError,
+    DrumMissingFileError,
+    DrumWriteError,
+    DuePolicy,
+    Manifest,
+    ManifestHistory,
+    checksum,
+    discoveries,
+    referenced_files,
+    url_keys,
+)
+from drum.store import decode_ops
+
+SMALL = DrumConfig(buffer_ops=50, block_records=8, max_deltas=3, fsync=False)
+
+
+def urls(start: int, count: int) -> list[bytes]:
+    return [f"http://h{i % 5}.example/p{i}".encode() for i in range(start, start + count)]
+
+
+def fill(drum: Drum, start: int, count: int, now: int = 1_000) -> None:
+    batch = urls(start, count)
+    drum.check_update(url_keys(batch), discoveries(count, now_ms=now), batch, now_ms=now)
+
+
+@pytest.fixture
+def drum(tmp_path: Path) -> Drum:
+    db = Drum.create(str(tmp_path / "d"), SMALL)
+    fill(db, 0, 120)
+    db.merge(now_ms=2_000, major=True)
+    fill(db, 100, 40)
+    db.merge(now_ms=3_000)
+    yield db
+    db.close()
+
+
+def files_of(db: Drum, prefix: str) -> list[Path]:
+    return [Path(db.directory) / n for n in sorted(referenced_files(db.manifest))
+            if n.startswith(prefix)]
+
+
+def flip_byte(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+# -- checksums and formats
+
+
+def test_checksum_is_crc32() -> None:
+    data = bytes(range(256)) * 100
+    assert checksum(data) == zlib.crc32(data)
+    assert checksum(np.arange(10, dtype=np.uint64)) == zlib.crc32(np.arange(10).tobytes())
+
+
+def test_run_block_corruption_names_file_and_block(drum: Drum) -> None:
+    main = files_of(drum, "run-")[0]
+    manifest = drum.manifest_bytes()
+    drum.close()
+    flip_byte(main, 32 + 8 * 3)  # a key of block 0
+    db = Drum.restore(str(main.parent), manifest, config=SMALL)  # header and table are fine
+    with pytest.raises(DrumCorruptError, match=rf"{main.name}.*keys checksum mismatch in block 0"):
+        fill(db, 0, 60)  # a merge reads the keys
+    with pytest.raises(DrumCorruptError, match=main.name):
+        Drum.restore(str(main.parent), manifest, config=SMALL, verify=True)
+
+
+def test_value_corruption_found_by_verify_and_by_major_merge(drum: Drum) -> None:
+    main = Path(drum.directory) / drum.manifest.main.name
+    manifest = drum.manifest_bytes()
+    drum.close()
+    flip_byte(main, 32 + 8 * 8 + 5)  # a value of block 0
+    with pytest.raises(DrumCorruptError, match=rf"{main.name}.*values checksum mismatch"):
+        Drum.restore(str(main.parent), manifest, config=SMALL, verify=True)
+    db = Drum.restore(str(main.parent), manifest, config=SMALL)
+    with pytest.raises(DrumCorruptError, match=main.name):
+        db.merge(now_ms=5_000, major=True)
+
+
+@pytest.mark.parametrize("cut", [1, 47, 48, 100, 5000])
+def test_truncated_run_is_refused(drum: Drum, cut: int) -> None:
+    main = Path(drum.directory) / drum.manifest.main.name
+    manifest = drum.manifest_bytes()
+    drum.close()
+    data = main.read_bytes()
+    main.write_bytes(data[: max(len(data) - cut, 0)])
+    with pytest.raises(DrumCorruptError, match=main.name):
+        Drum.restore(str(main.parent), manifest, config=SMALL)
+
+
+def test_truncated_and_corrupt_payload_segment(drum: Drum) -> None:
+    segment = files_of(drum, "pay-")[0]
+    manifest = drum.manifest_bytes()
+    drum.close()
+    original = segment.read_bytes()
+    segment.write_bytes(original[:-3])
+    with pytest.raises(DrumCorruptError, match=rf"{segment.name}.*(truncated|end marker)"):
+        Drum.restore(str(segment.parent), manifest, config=SMALL)
+    segment.write_bytes(original)
+    flip_byte(segment, 40)  # inside the first URL
+    with pytest.raises(DrumCorruptError, match=rf"{segment.name}.*page 0 checksum"):
+        Drum.restore(str(segment.parent), manifest, config=SMALL, verify=True)
+    db = Drum.restore(str(segment.parent), manifest, config=SMALL)
+    values = np.concatenate([v for _, v, _ in db.items()])
+    with pytest.raises(DrumCorruptError, match=rf"{segment.name}.*page 0 checksum mismatch"):
+        db.read_payloads(values)
+
+
+def test_missing_file_named_by_manifest(drum: Drum) -> None:
+    manifest = drum.manifest_bytes()
+    for victim in files_of(drum, "run-")[:1] + files_of(drum, "pay-")[:1]:
+        saved = victim.read_bytes()
+        victim.unlink()
+        with pytest.raises(DrumMissingFileError, match=rf"{victim.name}.*missing"):
+            Drum.restore(drum.directory, manifest, config=SMALL)
+        victim.write_bytes(saved)
+    Drum.restore(drum.directory, manifest, config=SMALL).close()
+
+
+def test_manifest_refuses_other_versions_and_garbage() -> None:
+    good = Manifest().to_json()
+    assert Manifest.from_json(good) == Manifest()
+    with pytest.raises(DrumManifestError, match="unsupported manifest version 9"):
+        Manifest.from_json({**good, "version": 9})
+    with pytest.raises(DrumManifestError, match="not valid JSON"):
+        Manifest.from_bytes(b"{nope")
+    with pytest.raises(DrumManifestError, match="malformed"):
+        Manifest.from_json({**good, "main": [1]})
+
+
+def test_manifest_size_mismatch_is_refused(drum: Drum) -> None:
+    value = json.loads(drum.manifest_bytes())
+    value["main"][1] += 1
+    with pytest.raises(DrumCorruptError, match="size .* differs from the manifest"):
+        Drum.restore(drum.directory, value, config=SMALL)
+
+
+def test_journal_chunk_damage_is_refused(drum: Drum) -> None:
+    fill(drum, 500, 10)
+    data = bytearray(drum.take_journal().data)
+    assert len(decode_ops(bytes(data))[1]) == 10
+    data[30] ^= 1
+    with pytest.raises(DrumCorruptError, match="pending chunk 0: journal chunk checksum"):
+        Drum.restore(drum.directory, drum.manifest_bytes(), [bytes(data)], config=SMALL)
+    with pytest.raises(DrumCorruptError, match="truncated"):
+        decode_ops(b"xx")
+
+
+# -- full disk
+
+
+class FullDiskAfter:
+    """Opener whose files accept ``budget`` bytes in all, then raise ENOSPC."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.paths: list[str] = []
+
+    def __call__(self, path: str):
+        self.paths.append(path)
+        handle = open(path, "xb")  # noqa: SIM115
+        opener = self
+
+        class Limited:
+            def write(self, data) -> int:
+                data = bytes(data)
+                if len(data) > opener.budget:
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                opener.budget -= len(data)
+                return handle.write(data)
+
+            def flush(self) -> None:
+                handle.flush()
+
+            def fileno(self) -> int:
+                return handle.fileno()
+
+            def close(self) -> None:
+                handle.close()
+
+        return Limited()
+
+
+@pytest.mark.parametrize("budget", [0, 100, 2_000, 6_000])
+def test_full_disk_loses_nothing(tmp_path: Path, budget: int) -> None:
+    directory = str(tmp_path / "d")
+    opener = FullDiskAfter(10**9)
+    db = Drum.create(directory, SMALL, opener=opener)
+    fill(db, 0, 120)
+    fill(db, 1000, 20)
+    assert db.buffered == 40
+    before_files = set(os.listdir(directory))
+    before = (db.manifest_bytes(), db.pending())
+    opener.budget = budget
+    with pytest.raises(DrumWriteError, match=r"\.(drum|json): write failed: disk full \(ENOSPC\)"):
+        db.merge(now_ms=5_000, major=True)
+    assert (db.manifest_bytes(), db.pending()) == before  # nothing changed
+    assert set(os.listdir(directory)) == before_files  # partial files removed
+    opener.budget = 10**9
+    result = db.merge(now_ms=5_000, major=True)
+    assert len(result.new.keys) == 40
+    db._check()
+    assert len(db) == 140
+
+
+def test_create_failure_is_a_write_error(tmp_path: Path) -> None:
+    def refuse(path: str):
+        raise OSError(errno.EACCES, "Permission denied")
+
+    db = Drum.create(str(tmp_path / "d"), SMALL, opener=refuse)
+    fill(db, 0, 3)
+    with pytest.raises(DrumWriteError, match="cannot create: Permission denied"):
+        db.merge(now_ms=1)
+
+
+# -- archived and compacted sets
+
+
+def test_archived_and_compacted_sets_keep_every_url_seen(tmp_path: Path) -> None:
+    config = DrumConfig(
+        buffer_ops=64, block_records=16, max_deltas=2, max_archives=2, fsync=False,
+        archive=ArchivePolicy(min_score=1.0),
+        due=DuePolicy(max_urls=0),
+    )
+    db = Drum.create(str(tmp_path / "d"), config)
+    all_urls: list[bytes] = []
+    for round_no in range(6):
+        batch = urls(round_no * 100, 100)
+        all_urls += batch
+        values = discoveries(100, now_ms=round_no, score=0.5)  # below min_score: archived
+        db.check_update(url_keys(batch), values, batch, now_ms=round_no)
+        db.merge(now_ms=round_no, major=True)
+        db._check()
+    c = db.counters
+    assert (c.archived, c.keys) == (600, 600)
+    assert c.compactions >= 1
+    assert len(db.manifest.archives) <= 2
+    assert db.manifest.main is None
+    db.check(url_keys(all_urls), now_ms=10)
+    result = db.merge(now_ms=10)
+    assert result.checks.seen.all()
+    # updates to archived keys are dropped and counted, never silently
+    db.update(url_keys(all_urls[:5]), discoveries(5, now_ms=11, score=9.0), now_ms=11)
+    assert db.merge(now_ms=11).dropped_updates == 5
+    assert db.counters.dropped_updates == 5
+    archived = {k for keys, _, arch in db.items() if arch for k in keys.tolist()}
+    assert archived == set(url_keys(all_urls).tolist())
+    got = sorted(p for _, v, _ in db.items() for p in db.read_payloads(v))
+    assert got == sorted(all_urls)
+
+
+# -- restore and garbage collection
+
+
+def test_restore_from_retained_checkpoint_after_gc(tmp_path: Path) -> None:
+    directory = str(tmp_path / "d")
+    db = Drum.create(directory, SMALL)
+    fill(db, 0, 70)
+    checkpoint = (db.manifest_bytes(), [db.pending()])
+    seen_then = sorted(k for keys, _, _ in db.items() for k in keys.tolist())
+    for i in range(5):
+        fill(db, 1000 + 100 * i, 90)
+        db.merge(now_ms=9_000, major=i % 2 == 0)
+    deleted = db.collect_garbage([checkpoint[0]])
+    assert deleted  # files of intermediate merges went
+    still = referenced_files(checkpoint[0]) | referenced_files(db.manifest)
+    assert still <= set(os.listdir(directory))
+    old = Drum.restore(directory, *checkpoint, config=SMALL, verify=True)
+    old._check()
+    assert sorted(k for keys, _, _ in old.items() for k in keys.tolist()) == seen_then
+    assert old.buffered == 20
+    result = old.merge(now_ms=10_000)
+    assert len(result.new.keys) == 20
+    old._check()
+    db._check()  # the newer DRUM is untouched by the older one's merge
+    old.close()
+    # without the checkpoint among the retained manifests, its files go
+    db.collect_garbage([])
+    with pytest.raises(DrumMissingFileError):
+        Drum.restore(directory, *checkpoint, config=SMALL)
+    db.close()
+
+
+def test_open_reads_the_newest_manifest_file(tmp_path: Path) -> None:
+    directory = str(tmp_path / "d")
+    db = Drum.create(directory, SMALL)
+    fill(db, 0, 120)
+    db.merge(now_ms=1)
+    manifest = db.manifest
+    db.close()
+    again = Drum.open(directory, SMALL)
+    assert again.manifest == manifest
+    again._check()
+    with pytest.raises(DrumManifestError, match="already holds a DRUM"):
+        Drum.create(directory, SMALL)
+    with pytest.raises(DrumManifestError, match="no DRUM manifest"):
+        Drum.open(str(tmp_path / "empty"), SMALL)
+
+
+def test_gc_leaves_foreign_files_alone(drum: Drum) -> None:
+    foreign = Path(drum.directory) / "notes.txt"
+    foreign.write_text("mine")
+    drum.collect_garbage()
+    assert foreign.exists()
+    assert set(os.listdir(drum.directory)) == referenced_files(drum.manifest) | {"notes.txt"}
+
+
+def test_manifest_history_keeps_the_window(tmp_path: Path) -> None:
+    directory = str(tmp_path / "d")
+    db = Drum.create(directory, SMALL)
+    history = ManifestHistory(window_ms=100)
+    kept = {}
+    for step in range(6):
+        old = db.manifest_bytes()
+        fill(db, 1000 * step, 60)  # one merge per step
+        history.replaced(old, now_ms=step * 50)
+        kept[step] = old
+        db.collect_garbage(history.retained(now_ms=step * 50))
+    restored = ManifestHistory.from_json(json.loads(json.dumps(history.to_json())))
+    assert restored.retained(now_ms=250) == [kept[3], kept[4], kept[5]]
+    for step in (3, 4, 5):  # still restorable
+        Drum.restore(directory, kept[step], config=SMALL).close()
+    with pytest.raises(DrumMissingFileError):
+        Drum.restore(directory, kept[1], config=SMALL)
+    db.close()

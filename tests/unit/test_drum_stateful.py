@@ -1,0 +1,367 @@
+"""Randomised stateful test of the DRUM against a plain-dict model (sortedcontainers style).
+
+Tiny buffers, blocks and limits make minor merges, major merges, archiving, compaction,
+checkpoints, restores (also from older checkpoints), garbage collection and full-disk failures
+happen constantly; ``_check()`` runs after every step and the whole content is compared with
+the model's.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import shutil
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from drum import (
+    NEVER,
+    RECORD,
+    ArchivePolicy,
+    Drum,
+    DrumConfig,
+    DrumStatus,
+    DrumWriteError,
+    DuePolicy,
+    combine_one,
+    discoveries,
+    neutral,
+    outcomes,
+    record_dict,
+)
+
+KEYS = [(k * 0x9E3779B97F4A7C15) % (1 << 64) for k in range(1, 41)]
+HOSTS = [0, 11, 22, 33]
+PAYLOAD_FIELDS = ("payload_seg", "payload_off", "payload_len", "reserved")
+
+CONFIG = DrumConfig(
+    buffer_ops=7,
+    buffer_payload_bytes=120,
+    block_records=3,
+    max_deltas=3,
+    major_ratio=0.5,
+    max_archives=2,
+    new_url_lease_ms=5,
+    due=DuePolicy(max_urls=4, per_host=2, min_score=0.5, lease_ms=20),
+    archive=ArchivePolicy(min_score=0.6, max_failures=2, host_max_urls=6),
+    fsync=False,
+)
+
+
+def payload_of(key: int) -> bytes:
+    return f"http://h{key % 7}.example/{key:x}".encode()
+
+
+class FlakyOpener:
+    """Opens files for writing; when ``fail_after`` is set, writes raise ENOSPC past it."""
+
+    def __init__(self) -> None:
+        self.fail_after: int | None = None
+
+    def __call__(self, path: str):
+        handle = open(path, "xb")  # noqa: SIM115
+        if self.fail_after is None:
+            return handle
+        return _FullDisk(handle, self.fail_after)
+
+
+class _FullDisk:
+    def __init__(self, handle, budget: int) -> None:
+        self._handle = handle
+        self._budget = budget
+
+    def write(self, data) -> int:
+        data = bytes(data)
+        if len(data) > self._budget:
+            self._handle.write(data[: self._budget])
+            self._budget = 0
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._budget -= len(data)
+        return self._handle.write(data)
+
+    def flush(self) -> None:
+        self._handle.flush()
+
+    def fileno(self) -> int:
+        return self._handle.fileno()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+class Model:
+    """What the DRUM must hold: live and archived records, payloads, the buffered ops."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, dict] = {}
+        self.archived: dict[int, dict] = {}
+        self.payloads: dict[int, bytes] = {}
+        self.buffer: list[tuple[int, int, int, dict, bytes]] = []  # seq, kind, key, value, p
+        self.next_seq = 0
+
+    def add(self, kind: int, keys: list[int], values: np.ndarray | None,
+            payloads: list[bytes] | None) -> None:
+        for i, key in enumerate(keys):
+            value = record_dict(values[i]) if values is not None else None
+            payload = payloads[i] if payloads is not None else b""
+            self.buffer.append((self.next_seq, kind, key, value, payload))
+            self.next_seq += 1
+
+    def merge(self, seq_end: int, now_ms: int):
+        ops = [op for op in self.buffer if op[0] < seq_end]
+        self.buffer = [op for op in self.buffer if op[0] >= seq_end]
+        checks, new, dropped = [], [], 0
+        inserted: set[int] = set()
+        for seq, kind, key, value, payload in ops:
+            known = key in self.live or key in self.archived
+            if kind & 1:
+                checks.append((seq, key, known))
+            if kind & 2:
+                if key in self.archived:
+                    dropped += 1
+                    continue
+                value = dict(value)
+                for field in PAYLOAD_FIELDS:
+                    value[field] = 0
+                if key in self.live:
+                    self.live[key] = combine_one(self.live[key], value)
+                else:
+                    self.live[key] = value
+                    self.payloads[key] = payload
+                    inserted.add(key)
+                    new.append((seq, key, payload, kind))
+        for key in inserted:
+            lease = now_ms + CONFIG.new_url_lease_ms
+            self.live[key]["leased_until_ms"] = max(self.live[key]["leased_until_ms"], lease)
+        return checks, new, dropped
+
+    def major(self, now_ms: int):
+        policy = CONFIG.archive
+        host_seen: dict[int, int] = {}
+        to_archive = []
+        candidates = []
+        for key in sorted(self.live):
+            r = self.live[key]
+            leased = r["leased_until_ms"] > now_ms
+            out = (
+                (r["status"] in (4, 5) and r["failure_count"] >= policy.max_failures)
+                or (r["status"] == 1 and np.float32(r["score"]) < np.float32(policy.min_score))
+            ) and not leased
+            if not out and policy.host_max_urls:
+                rank = host_seen.get(r["host"], 0)
+                host_seen[r["host"]] = rank + 1
+                out = (rank >= policy.host_max_urls and r["host"] != 0 and r["status"] == 1
+                       and not leased)
+            if out:
+                to_archive.append(key)
+                continue
+            due = CONFIG.due
+            if (r["status"] >= 1 and r["next_fetch_ms"] <= now_ms and not leased
+                    and r["score"] >= due.min_score):
+                candidates.append((key, r))
+        for key in to_archive:
+            self.archived[key] = self.live.pop(key)
+        due = CONFIG.due
+        candidates.sort(key=lambda kr: (-kr[1]["score"], kr[0]))
+        per_host: dict[int, int] = {}
+        chosen = []
+        for key, r in candidates:
+            if r["host"] != 0:
+                if per_host.get(r["host"], 0) >= due.per_host:
+                    continue
+                per_host[r["host"]] = per_host.get(r["host"], 0) + 1
+            chosen.append(key)
+        chosen = chosen[: due.max_urls]
+        lease = neutral(1)
+        lease["leased_until_ms"] = now_ms + due.lease_ms
+        lease_dict = record_dict(lease[0])
+        for key in chosen:
+            self.live[key] = combine_one(self.live[key], lease_dict)
+        return chosen, len(to_archive)
+
+
+def strip(record: dict) -> dict:
+    out = {k: v for k, v in record.items() if k not in PAYLOAD_FIELDS}
+    out["score"] = float(np.float32(out["score"]))
+    return out
+
+
+keys_st = st.lists(st.sampled_from(KEYS), min_size=1, max_size=9)
+score_st = st.integers(0, 8).map(lambda q: q / 4)
+
+
+class DrumMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.directory = tempfile.mkdtemp(prefix="drum-test-")
+        self.opener = FlakyOpener()
+        self.drum = Drum.create(self.directory, CONFIG, opener=self.opener)
+        self.model = Model()
+        self.now = 1000
+        self.journal: list[bytes] = []
+        self.checkpoints: list[tuple[bytes, list[bytes], Model, int]] = []
+
+    def teardown(self) -> None:
+        self.drum.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    @initialize()
+    def start(self) -> None:
+        pass
+
+    # -- helpers
+
+    def _results(self, results) -> None:
+        for result in results:
+            self._expect(result)
+        chunk = self.drum.take_journal()
+        if chunk.reset:
+            self.journal = []
+        self.journal.append(chunk.data)
+
+    def _expect(self, result) -> None:
+        checks, new, dropped = self.model.merge(result.seq_end, result.now_ms)
+        assert result.checks.seq.tolist() == [c[0] for c in checks]
+        assert result.checks.keys.tolist() == [c[1] for c in checks]
+        assert result.checks.seen.tolist() == [c[2] for c in checks]
+        assert result.new.seq.tolist() == [n[0] for n in new]
+        assert result.new.keys.tolist() == [n[1] for n in new]
+        assert result.new.payloads == [n[2] for n in new]
+        assert result.new.kinds.tolist() == [n[3] for n in new]
+        assert result.dropped_updates == dropped
+        if result.dropped_updates:
+            event("dropped updates to archived keys")
+        if result.major:
+            event("major merge")
+            if result.archived:
+                event("archived")
+            if result.compacted:
+                event("compacted archived sets")
+            if len(result.due.keys):
+                event("selected due URLs")
+            chosen, archived = self.model.major(result.now_ms)
+            assert result.archived == archived
+            assert result.due.keys.tolist() == chosen
+            assert result.due.payloads == [self.model.payloads[k] for k in chosen]
+
+    def _host(self, keys: list[int]) -> list[int]:
+        return [HOSTS[k % len(HOSTS)] for k in keys]
+
+    # -- rules
+
+    @rule(keys=keys_st)
+    def check(self, keys: list[int]) -> None:
+        self.model.add(1, keys, None, None)
+        self._results(self.drum.check(keys, now_ms=self.now))
+
+    @rule(keys=keys_st, score=score_st, depth=st.integers(0, 5))
+    def discover(self, keys: list[int], score: float, depth: int) -> None:
+        values = discoveries(len(keys), now_ms=self.now, score=score, depth=depth,
+                             host=self._host(keys))
+        payloads = [payload_of(k) for k in keys]
+        self.model.add(3, keys, values, payloads)
+        self._results(self.drum.check_update(keys, values, payloads, now_ms=self.now))
+
+    @rule(
+        keys=keys_st,
+        status=st.sampled_from(list(DrumStatus)[2:]),
+        back=st.integers(0, 30),
+        recrawl=st.one_of(st.just(NEVER), st.integers(0, 200)),
+    )
+    def outcome(self, keys: list[int], status: DrumStatus, back: int, recrawl: int) -> None:
+        at = self.now - back
+        next_fetch = NEVER if recrawl == NEVER else at + recrawl
+        reason = self.drum.reason_code(f"r:{status.name.lower()}")
+        values = outcomes(len(keys), status=status, at_ms=at, http_status=200 + back,
+                          reason=reason, next_fetch_ms=next_fetch, host=self._host(keys))
+        payloads = [payload_of(k) for k in keys]
+        self.model.add(2, keys, values, payloads)
+        self._results(self.drum.update(keys, values, payloads, now_ms=self.now))
+
+    @rule(step=st.integers(1, 40))
+    def advance(self, step: int) -> None:
+        self.now += step
+
+    @rule(major=st.booleans())
+    def merge(self, major: bool) -> None:
+        self._results([self.drum.merge(now_ms=self.now, major=major)])
+
+    @rule()
+    def checkpoint(self) -> None:
+        self.checkpoints.append(
+            (self.drum.manifest_bytes(), list(self.journal), copy.deepcopy(self.model), self.now)
+        )
+        self.checkpoints = self.checkpoints[-3:]
+        self.drum.collect_garbage([c[0] for c in self.checkpoints])
+
+    @precondition(lambda self: self.checkpoints)
+    @rule(which=st.integers(0, 2))
+    def fail_and_restore(self, which: int) -> None:
+        manifest, journal, model, now = self.checkpoints[min(which, len(self.checkpoints) - 1)]
+        self.drum.close()
+        self.drum = Drum.restore(self.directory, manifest, journal, CONFIG, opener=self.opener)
+        self.model = copy.deepcopy(model)
+        self.journal = list(journal)
+        self.now = max(self.now, now)
+
+    @rule()
+    def reopen_same(self) -> None:
+        manifest, journal = self.drum.manifest_bytes(), self.drum.pending()
+        self.drum.close()
+        self.drum = Drum.restore(self.directory, manifest, [journal], CONFIG, opener=self.opener)
+        self.journal = [journal]
+
+    @precondition(lambda self: self.drum.buffered > 0)
+    @rule(budget=st.integers(0, 200), major=st.booleans())
+    def disk_full(self, budget: int, major: bool) -> None:
+        before = (self.drum.manifest_bytes(), self.drum.pending())
+        self.opener.fail_after = budget
+        try:
+            with pytest.raises(DrumWriteError, match="ENOSPC|disk full"):
+                self.drum.merge(now_ms=self.now, major=major)
+        finally:
+            self.opener.fail_after = None
+        assert (self.drum.manifest_bytes(), self.drum.pending()) == before
+
+    # -- invariants
+
+    @invariant()
+    def consistent(self) -> None:
+        self.drum._check()
+        assert self.drum.next_seq == self.model.next_seq
+        assert len(self.drum) == len(self.model.live) + len(self.model.archived)
+        live: dict[int, dict] = {}
+        archived: dict[int, dict] = {}
+        payload_records = []
+        for keys, values, is_archived in self.drum.items():
+            target = archived if is_archived else live
+            for key, value in zip(keys.tolist(), values, strict=True):
+                target[key] = record_dict(value)
+            payload_records.append((keys, values))
+        assert {k: strip(v) for k, v in live.items()} == {
+            k: strip(v) for k, v in self.model.live.items()
+        }
+        assert {k: strip(v) for k, v in archived.items()} == {
+            k: strip(v) for k, v in self.model.archived.items()
+        }
+        for keys, values in payload_records:
+            got = self.drum.read_payloads(values)
+            assert got == [self.model.payloads[k] for k in keys.tolist()]
+
+
+DrumMachine.TestCase.settings = settings(
+    max_examples=40,
+    stateful_step_count=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestDrumStateful = DrumMachine.TestCase
+
+
+def test_record_dtype_is_64_bytes() -> None:
+    assert RECORD.itemsize == 64
