@@ -22,6 +22,7 @@ import yaml
 __all__ = [
     "Config",
     "ConfigError",
+    "CrawlDbSection",
     "CrawlSection",
     "FetchSection",
     "PolitenessSection",
@@ -181,6 +182,33 @@ class CrawlSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class CrawlDbSection:
+    """The crawl DB: one DRUM per partition (see crawl/crawldb.py)."""
+
+    partitions: int = 16
+    buffer_ops: int = 16384
+    buffer_payload_bytes: int = 4 * 1024 * 1024
+    flush_seconds: float = 0.5
+    block_records: int = 4096
+    max_deltas: int = 8
+    max_archives: int = 4
+    file_grace_seconds: float = 600.0
+    fsync: bool = True
+
+    def _validate(self) -> None:
+        _check(self, "crawldb", "partitions", lambda v: 1 <= v <= 32768,
+               "an integer from 1 to 32768")
+        _check(self, "crawldb", "buffer_ops", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "crawldb", "buffer_payload_bytes", lambda v: v >= 65536,
+               "an integer >= 65536")
+        _check(self, "crawldb", "flush_seconds", _positive, "a number > 0")
+        _check(self, "crawldb", "block_records", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "crawldb", "max_deltas", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "crawldb", "max_archives", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "crawldb", "file_grace_seconds", _positive, "a number > 0")
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The whole crawl configuration, one frozen section per concern."""
 
@@ -190,11 +218,22 @@ class Config:
     fetch: FetchSection = dataclasses.field(default_factory=FetchSection)
     robots: RobotsSection = dataclasses.field(default_factory=RobotsSection)
     warc: WarcSection = dataclasses.field(default_factory=WarcSection)
+    crawldb: CrawlDbSection = dataclasses.field(default_factory=CrawlDbSection)
 
     def validate(self) -> Config:
         """Check every section; raise :class:`ConfigError` naming the first invalid key."""
         for field in dataclasses.fields(self):
             getattr(self, field.name)._validate()
+        if self.crawldb.partitions > self.crawl.vnodes:
+            raise ConfigError(
+                f"crawldb.partitions: {self.crawldb.partitions} exceeds crawl.vnodes "
+                f"({self.crawl.vnodes})"
+            )
+        if self.crawl.parallelism > self.crawldb.partitions:
+            raise ConfigError(
+                f"crawl.parallelism: {self.crawl.parallelism} exceeds crawldb.partitions "
+                f"({self.crawldb.partitions}); the crawl DB cannot use more subtasks"
+            )
         return self
 
     def to_dict(self) -> dict[str, dict[str, Any]]:

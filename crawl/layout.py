@@ -49,6 +49,11 @@ class OutputLayout:
         return self.root / "budget"
 
     @property
+    def crawldb(self) -> Path:
+        """The crawl DB's DRUM files, a directory per partition (named by checkpoint state)."""
+        return self.root / "crawldb"
+
+    @property
     def checkpoints(self) -> Path:
         return self.root / "checkpoints"
 
@@ -81,7 +86,7 @@ class OutputLayout:
     def clear(self) -> None:
         """Remove what a previous crawl wrote here (only the crawl's own entries)."""
         for path in (self.warc, self.logs, self.loop, self.status, self.budget,
-                     self.checkpoints, self.savepoints, self.flink_conf):
+                     self.crawldb, self.checkpoints, self.savepoints, self.flink_conf):
             if path.exists():
                 shutil.rmtree(path)
         self.summary.unlink(missing_ok=True)
@@ -89,5 +94,5 @@ class OutputLayout:
     def make(self) -> None:
         """Create the directories a crawl writes into."""
         for path in (self.warc, self.flink_logs, self.loop, self.status, self.budget,
-                     self.checkpoints, self.savepoints, self.flink_conf):
+                     self.crawldb, self.checkpoints, self.savepoints, self.flink_conf):
             path.mkdir(parents=True, exist_ok=True)

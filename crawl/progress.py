@@ -218,9 +218,11 @@ class QuietTracker:
 
 
 def is_idle(figures: CrawlFigures, quiet_seconds: float, idle_seconds: float) -> bool:
-    """Idle: nothing queued, and quiet for ``idle_seconds`` (0 means never idle)."""
+    """Idle: nothing queued (in the frontier or in a crawl DB buffer), and quiet for
+    ``idle_seconds`` (0 means never idle)."""
     return (
         idle_seconds > 0
         and figures.gauge("fetch.queued") == 0
+        and figures.gauge("crawldb.buffered") == 0
         and quiet_seconds >= idle_seconds
     )

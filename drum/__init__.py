@@ -60,14 +60,15 @@ Hooks for the job (checkpoint consistency without a snapshot hook)
       about 90 bytes per payload segment), written whenever :attr:`Drum.state_version`
       changed; (2) ListState ``drum_journal``: the operations not merged yet, as chunks from
       :meth:`Drum.take_journal` after each call (``reset`` means "replace the list");
-      (3) ValueState ``drum_history``: a :class:`ManifestHistory` (JSON).
+      (3) ValueState ``drum_history``: a :class:`ManifestHistory` (JSON): the files
+      dropped by recent merges.
     * Restore: ``Drum.restore(directory, manifest_state.value(), journal_state.get(), config)``
       gives back exactly the DRUM of the checkpoint (same files, same counters, same buffered
       operations with the same sequence numbers); it checks that every file exists with its
       recorded size and checksum and raises :class:`DrumMissingFileError` or
       :class:`DrumCorruptError` naming the file otherwise.
-    * Garbage: after each merge, ``history.replaced(old_manifest, now)`` then
-      ``drum.collect_garbage(history.retained(now))`` deletes the files that neither the
+    * Garbage: after each merge, ``history.replaced(old_manifest, new_manifest, now)`` then
+      ``drum.collect_garbage(keep=history.retained(now))`` deletes the files that neither the
       current manifest nor any manifest current during the retention window refers to
       (:func:`referenced_files` lists a manifest's files). The window must cover the retained
       checkpoints (see :class:`ManifestHistory`).

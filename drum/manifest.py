@@ -169,67 +169,85 @@ def drum_file_names(directory: str) -> list[str]:
 
 
 def collect_garbage(
-    directory: str, manifests: Iterable[Manifest | Mapping[str, Any] | bytes]
+    directory: str,
+    manifests: Iterable[Manifest | Mapping[str, Any] | bytes],
+    keep: Iterable[str] = (),
 ) -> list[str]:
-    """Delete the DRUM files of ``directory`` that none of ``manifests`` refers to.
+    """Delete the DRUM files of ``directory`` that none of ``manifests`` refers to and that
+    are not named in ``keep``.
 
     Pass every manifest that may still be restored (the live DRUM's and those of the retained
-    checkpoints). Returns the deleted names. O(files in the directory); deletes only.
+    checkpoints), or the live one and :meth:`ManifestHistory.retained` as ``keep``. Returns
+    the deleted names. O(files in the directory); deletes only.
     Never call it while a merge of a DRUM on this directory is running (its new files are not
     in any manifest yet).
     """
-    keep: set[str] = set()
+    kept = set(keep)
     for manifest in manifests:
-        keep |= referenced_files(manifest)
+        kept |= referenced_files(manifest)
     deleted = []
     for name in drum_file_names(directory):
-        if name not in keep:
+        if name not in kept:
             os.remove(os.path.join(directory, name))
             deleted.append(name)
     return deleted
 
 
 class ManifestHistory:
-    """The manifests a DRUM had lately, for garbage collection inside a Flink job.
+    """The files that recent manifests referred to, for garbage collection inside a Flink job.
 
     PyFlink tells a Python function neither when a checkpoint is taken nor when it completes,
     so the job cannot know which manifest each retained checkpoint holds. It can bound it: a
     checkpoint retained at time ``now`` was taken after ``now - window_ms``, with ``window_ms``
     at least (retained checkpoints + 1) x the checkpoint interval plus the longest checkpoint
-    duration; so it holds a manifest that was current at some moment of that window. Keeping
-    every manifest current during the window (and the current one) keeps every file a restore
-    may need. The history is a plain JSON-able value to keep in keyed state beside the manifest.
+    duration; so it holds a manifest that was current at some moment of that window. Such a
+    manifest refers to files that are either still current or stopped being referred to
+    during the window. The history therefore keeps, for each change of manifest, the names of
+    the files it dropped and when: O(files dropped) per merge, whatever the size of the
+    manifest. It is a plain JSON-able value to keep in keyed state beside the manifest.
     """
 
-    VERSION = 1
+    VERSION = 2
 
-    def __init__(self, window_ms: int, entries: Iterable[tuple[int, bytes]] = ()) -> None:
+    def __init__(self, window_ms: int, entries: Iterable[tuple[int, Iterable[str]]] = ()) -> None:
         self.window_ms = window_ms
-        #: (time the manifest stopped being current, manifest bytes), oldest first
-        self.entries: list[tuple[int, bytes]] = list(entries)
+        #: (time the files stopped being referred to, their names), oldest first
+        self.entries: list[tuple[int, tuple[str, ...]]] = [
+            (int(t), tuple(names)) for t, names in entries
+        ]
 
-    def replaced(self, manifest: Manifest | bytes, now_ms: int) -> None:
-        """Record that ``manifest`` stopped being current at ``now_ms``. O(1)."""
-        data = manifest.to_bytes() if isinstance(manifest, Manifest) else bytes(manifest)
-        self.entries.append((now_ms, data))
+    def replaced(
+        self,
+        old: Manifest | Mapping[str, Any] | bytes,
+        new: Manifest | Mapping[str, Any] | bytes,
+        now_ms: int,
+    ) -> None:
+        """Record that ``new`` replaced ``old`` at ``now_ms``. O(files of both)."""
+        dropped = referenced_files(old) - referenced_files(new)
+        if dropped:
+            self.entries.append((now_ms, tuple(sorted(dropped))))
 
-    def retained(self, now_ms: int) -> list[bytes]:
-        """Manifests that a retained checkpoint may hold; forgets older ones. O(entries)."""
-        self.entries = [(t, m) for t, m in self.entries if t >= now_ms - self.window_ms]
-        return [m for _, m in self.entries]
+    def retained(self, now_ms: int) -> set[str]:
+        """Names of the files that a retained checkpoint may still refer to although the
+        current manifest does not; forgets older entries. O(entries)."""
+        self.entries = [(t, names) for t, names in self.entries if t >= now_ms - self.window_ms]
+        return {name for _, names in self.entries for name in names}
 
     def to_json(self) -> dict[str, Any]:
         return {
             "version": self.VERSION,
             "window_ms": self.window_ms,
-            "entries": [[t, m.decode("utf-8")] for t, m in self.entries],
+            "entries": [[t, list(names)] for t, names in self.entries],
         }
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> ManifestHistory:
-        if value.get("version") != cls.VERSION:
-            raise DrumManifestError("manifest history", f"unsupported version {value!r:.80}")
-        return cls(
-            int(value["window_ms"]),
-            [(int(t), str(m).encode("utf-8")) for t, m in value["entries"]],
-        )
+        if not isinstance(value, Mapping) or value.get("version") != cls.VERSION:
+            raise DrumManifestError("manifest history", f"unsupported history {value!r:.80}")
+        try:
+            return cls(
+                int(value["window_ms"]),
+                [(int(t), [str(n) for n in names]) for t, names in value["entries"]],
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise DrumManifestError("manifest history", f"malformed: {error!r}") from error

@@ -211,6 +211,8 @@ class JournalChunk:
 
     reset: bool
     data: bytes
+    #: Operations in ``data`` (0: nothing to append).
+    operations: int = 0
 
 
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
@@ -656,16 +658,21 @@ class Drum:
                 self._kinds[start:n], self._keys[start:n], self._values[start:n],
                 self._payloads[start:n],
             ),
+            n - start,
         )
         self._journal_from = n
         self._journal_reset = False
         return chunk
 
-    def collect_garbage(self, retained: Iterable[Manifest | Mapping[str, Any] | bytes] = ()
-                        ) -> list[str]:
+    def collect_garbage(
+        self,
+        retained: Iterable[Manifest | Mapping[str, Any] | bytes] = (),
+        keep: Iterable[str] = (),
+    ) -> list[str]:
         """Delete the files of this directory that neither the current manifest nor any of
-        ``retained`` refers to. O(files); returns the deleted names."""
-        return collect_garbage(self.directory, [self.manifest, *retained])
+        ``retained`` refers to, except those named in ``keep``. O(files); returns the deleted
+        names."""
+        return collect_garbage(self.directory, [self.manifest, *retained], keep)
 
     # ------------------------------------------------------------------ operations
 

@@ -2,7 +2,7 @@
 
 ::
 
-    loop dir (seed files + discovered URLs) -> decode -> key_by(vnode) crawl DB
+    loop dir (seed files + discovered URLs) -> decode -> key_by(vnode % partitions) crawl DB
         -> key_by(host) fetch (frontier, robots, politeness, HTTP)
         -> process (WARC, crawl log, links) -> loop sink (files back into the loop dir)
 
@@ -24,6 +24,7 @@ from pyflink.datastream.connectors.file_system import (
 from pyflink.table import StreamTableEnvironment
 
 from crawl.config import Config
+from crawl.crawldb import partition_of
 from crawl.layout import OutputLayout
 from operators.crawl_db import CrawlDbFunction
 from operators.decode import DecodeFunction
@@ -67,9 +68,13 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
         .uid("decode")
     )
 
+    partitions = config.crawldb.partitions
     fetch_requests = (
-        records.key_by(lambda record: record[0], key_type=Types.INT())
-        .process(CrawlDbFunction(output), output_type=Types.TUPLE([Types.STRING(), Types.STRING()]))
+        records.key_by(lambda record: partition_of(record[0], partitions), key_type=Types.INT())
+        .process(
+            CrawlDbFunction(output, config.crawldb),
+            output_type=Types.TUPLE([Types.STRING(), Types.STRING()]),
+        )
         .name("crawl-db")
         .uid("crawl-db")
     )

@@ -1,109 +1,139 @@
-"""The crawl DB stage: the URL-seen test and the status of every URL, per vnode.
+"""The crawl DB stage: the URL-seen test and the status of every URL, one DRUM per partition.
 
-Keyed by vnode. Input: ``(vnode, loop payload JSON)`` (see :mod:`crawl.loop`). Output:
-``(host, JSON list of [url, hops, via])``, the URLs seen here for the first time, batched per
-host, for the fetch stage. Fetch outcomes ("done") update the URL's record
-(:func:`crawl.crawldb.merge_done`); URLs already known are dropped, so nothing is fetched twice.
+Keyed by crawl DB partition (``vnode % crawldb.partitions``, see :mod:`crawl.crawldb`). Input:
+``(vnode, loop payload JSON)`` (see :mod:`crawl.loop`). Output: ``(host, JSON list of
+[url, hops, via])``, the URLs seen for the first time, batched per host, for the fetch stage.
+Answers come when a partition's DRUM merges its buffer: when the buffer is full, or from a
+processing-time timer ``crawldb.flush_seconds`` after the first buffered operation.
 
-State, keyed by vnode:
+State, keyed by partition (every call writes what changed, so a checkpoint holds exactly the
+DRUM of that moment; the DRUM's files are immutable):
 
-1. ``urls``: MapState url -> record row (status, HTTP status, reason, depth, discovered,
-   fetched, fetch count, failure count, layout version); RocksDB spills it to disk.
-2. ``known``: ValueState, the number of URLs in ``urls`` (MapState has no cheap size).
+1. ``drum_manifest``: ValueState, the manifest (the DRUM's files and counters, JSON bytes);
+2. ``drum_journal``: ListState, the operations not merged yet (checksummed chunks);
+3. ``drum_history``: ValueState, the files recent merges dropped, kept for the retained
+   checkpoints until ``crawldb.file_grace_seconds`` have passed.
 """
 
 from __future__ import annotations
 
-import json
 import time
 
-from pyflink.common import Row, Types
+from pyflink.common import Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
-from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
+from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 
-from crawl.crawldb import UrlRecord, merge_done, new_record
+from crawl.config import CrawlDbSection
+from crawl.crawldb import Answer, CrawlDbPartition, partition_directory
 from crawl.layout import OutputLayout
 from crawl.loop import LoopRecordError, parse_payload
 from crawl.progress import StageStatus
-from crawl.urls import host_of
 from operators.context import Lifecycle, subtask_of
+from operators.faults import FaultInjector
 
-__all__ = ["URL_RECORD_ROW", "CrawlDbFunction"]
-
-URL_RECORD_ROW = Types.ROW_NAMED(
-    list(UrlRecord._fields),
-    [
-        Types.STRING(),
-        Types.INT(),
-        Types.STRING(),
-        Types.INT(),
-        Types.LONG(),
-        Types.LONG(),
-        Types.INT(),
-        Types.INT(),
-        Types.INT(),
-    ],
-)
+__all__ = ["CrawlDbFunction"]
 
 
 class CrawlDbFunction(KeyedProcessFunction):
-    """URL-seen test and crawl DB keyed by vnode (see the module docstring)."""
+    """URL-seen test and crawl DB keyed by partition (see the module docstring)."""
 
-    def __init__(self, output_dir: str) -> None:
+    def __init__(self, output_dir: str, section: CrawlDbSection) -> None:
         self._output_dir = output_dir
+        self._section = section
 
     def open(self, runtime_context: RuntimeContext) -> None:
         subtask = subtask_of(runtime_context)
-        self._urls = runtime_context.get_map_state(
-            MapStateDescriptor("urls", Types.STRING(), URL_RECORD_ROW)
+        self._manifest_state = runtime_context.get_state(
+            ValueStateDescriptor("drum_manifest", Types.PICKLED_BYTE_ARRAY())
         )
-        self._known = runtime_context.get_state(ValueStateDescriptor("known", Types.LONG()))
-        self._status = StageStatus(
-            OutputLayout(self._output_dir).status,
-            "crawldb",
-            subtask.index,
-            subtask.attempt,
+        self._journal_state = runtime_context.get_list_state(
+            ListStateDescriptor("drum_journal", Types.PICKLED_BYTE_ARRAY())
         )
-        # URLs known per vnode of this subtask, for the figures only.
-        self._known_by_vnode: dict[int, int] = {}
-        self._status.gauge_functions["known"] = lambda: sum(self._known_by_vnode.values())
+        self._history_state = runtime_context.get_state(
+            ValueStateDescriptor("drum_history", Types.STRING())
+        )
+        layout = OutputLayout(self._output_dir)
+        self._root = str(layout.crawldb)
+        self._flush_ms = int(self._section.flush_seconds * 1000)
+        self._partitions: dict[int, CrawlDbPartition] = {}
+        # Partitions with a flush timer registered by this attempt.
+        self._flush_pending: set[int] = set()
+        self._status = StageStatus(layout.status, "crawldb", subtask.index, subtask.attempt)
+        self._status.gauge_functions["known"] = lambda: sum(
+            p.known for p in list(self._partitions.values())
+        )
+        self._status.gauge_functions["buffered"] = lambda: sum(
+            p.buffered for p in list(self._partitions.values())
+        )
+        self._faults = FaultInjector("crawl-db", self._output_dir)
         self._subtask = subtask.index
-        Lifecycle.opened("crawldb", subtask.index, self._status.close)
+        Lifecycle.opened("crawldb", subtask.index, self._close_all)
 
     def close(self) -> None:
-        Lifecycle.closed("crawldb", self._subtask, self._status.close)
+        Lifecycle.closed("crawldb", self._subtask, self._close_all)
+        self._close_all()
+
+    def _close_all(self) -> None:
         self._status.close()
+        for partition in self._partitions.values():
+            partition.close()
+        self._partitions.clear()
 
     def process_element(self, value: tuple[int, str], ctx: KeyedProcessFunction.Context):
         began = time.thread_time()
-        vnode, payload = value
-        status = self._status
+        self._faults.tick()
+        _, payload = value
         try:
             found, done = parse_payload(payload)
         except LoopRecordError:
-            status.count("lines.bad")
+            self._status.count("lines.bad")
             return
+        key = ctx.get_current_key()
+        partition = self._partition(key)
         now = ctx.timer_service().current_processing_time()
-        known = self._known.value() or 0
-        for url, status_name, http_status, reason, at_ms in done:
-            row = self._urls.get(url)
-            record = UrlRecord(*row) if row is not None else None
-            if record is None:
-                known += 1
-            merged = merge_done(record, status_name, http_status, reason, at_ms)
-            self._urls.put(url, Row(*merged))
-            status.count(f"done.{status_name}")
-        batches: dict[str, list[list[str]]] = {}
-        for url, hops, via in found:
-            if self._urls.contains(url):
-                status.count("urls.duplicate")
-                continue
-            self._urls.put(url, Row(*new_record(hops, now)))
-            known += 1
-            batches.setdefault(host_of(url), []).append([url, hops, via])
-            status.count("urls.new")
-        self._known.update(known)
-        self._known_by_vnode[vnode] = known
-        out = [(host, json.dumps(items, separators=(",", ":"))) for host, items in batches.items()]
-        status.busy_seconds += time.thread_time() - began
-        yield from out
+        answer = partition.apply(found, done, now)
+        self._store(partition)
+        if partition.buffered and key not in self._flush_pending:
+            ctx.timer_service().register_processing_time_timer(now + self._flush_ms)
+            self._flush_pending.add(key)
+        yield from self._emit(answer, began)
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext):
+        began = time.thread_time()
+        key = ctx.get_current_key()
+        self._flush_pending.discard(key)
+        partition = self._partition(key)
+        answer = partition.flush(ctx.timer_service().current_processing_time())
+        self._store(partition)
+        yield from self._emit(answer, began)
+
+    def _partition(self, key: int) -> CrawlDbPartition:
+        partition = self._partitions.get(key)
+        if partition is None:
+            partition = CrawlDbPartition(
+                partition_directory(self._root, key),
+                self._section,
+                manifest=self._manifest_state.value(),
+                journal=list(self._journal_state.get() or []),
+                history=self._history_state.value(),
+            )
+            self._partitions[key] = partition
+        return partition
+
+    def _store(self, partition: CrawlDbPartition) -> None:
+        state = partition.take_state()
+        if state.manifest is not None:
+            self._manifest_state.update(state.manifest)
+        journal = state.journal
+        if journal.reset:
+            self._journal_state.update([journal.data] if journal.operations else [])
+        elif journal.operations:
+            self._journal_state.add(journal.data)
+        if state.history is not None:
+            self._history_state.update(state.history)
+
+    def _emit(self, answer: Answer, began: float) -> list[tuple[str, str]]:
+        for name, amount in answer.counts.items():
+            self._status.count(name, amount)
+        self._status.busy_seconds += time.thread_time() - began
+        return answer.requests

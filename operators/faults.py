@@ -1,9 +1,10 @@
 """Fault injection for recovery tests: make a stage fail once, on purpose.
 
-Set ``PYFLINK_CRAWLER_FAIL_ONCE=<stage>:<n>`` in the environment of a local crawl and the first
-subtask of ``<stage>`` that handles its ``n``-th record raises :class:`InjectedFault`, once per
-output directory (a marker file under ``faults/`` remembers that it fired, across the restart
-that follows). Without the variable nothing happens; the check costs one comparison a record.
+Set ``PYFLINK_CRAWLER_FAIL_ONCE=<stage>:<n>`` (several, comma-separated) in the environment of
+a local crawl and the first subtask of ``<stage>`` that handles its ``n``-th record raises
+:class:`InjectedFault`, once per output directory (a marker file under ``faults/`` remembers
+that it fired, across the restart that follows). Without the variable nothing happens; the
+check costs one comparison a record.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ class FaultInjector:
     def __init__(self, stage: str, output_dir: str | Path) -> None:
         self._remaining = 0
         self._marker = Path(output_dir) / "faults" / f"fired-{stage}"
-        wanted = os.environ.get(ENVIRONMENT_VARIABLE, "")
-        name, _, count = wanted.partition(":")
-        if name == stage and count.isdigit() and not self._marker.exists():
-            self._remaining = int(count)
+        for wanted in os.environ.get(ENVIRONMENT_VARIABLE, "").split(","):
+            name, _, count = wanted.strip().partition(":")
+            if name == stage and count.isdigit() and not self._marker.exists():
+                self._remaining = int(count)
 
     def tick(self) -> None:
         """Count one record; raise :class:`InjectedFault` at the configured one."""

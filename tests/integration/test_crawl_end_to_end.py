@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -110,22 +111,32 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_a_resume_completes_th
     assert not list((out / "warc").glob("*.open"))
 
 
-def test_crawl_recovers_from_a_failure_without_losing_a_url(
+def test_crawl_recovers_from_failures_with_a_tiny_drum_without_losing_a_url(
     tmp_path: Path, web_server: SyntheticWebServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The process stage fails once mid-crawl; the job restores its last checkpoint and
-    finishes: every reachable page fetched, repeats only within the in-flight window."""
-    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "process:60")
+    """The crawl DB runs with tiny DRUM buffers (merges, major merges, archiving and
+    compaction all the time); the crawl DB stage and then the process stage fail once each
+    mid-crawl; the job restores its last checkpoint each time and finishes: every reachable
+    page fetched, repeats only within the in-flight window."""
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "crawl-db:50,process:90")
     seeds = web_server.web.seeds()
+    tiny_drum = [
+        "--set", "crawldb.partitions=2", "--set", "crawldb.buffer_ops=8",
+        "--set", "crawldb.block_records=4", "--set", "crawldb.max_deltas=2",
+        "--set", "crawldb.max_archives=2", "--set", "crawldb.fsync=false",
+    ]
     process, summary = run_crawl(
-        tmp_path, seeds, web_server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6"
+        tmp_path, seeds, web_server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6",
+        *tiny_drum,
     )
     assert process.returncode == 0, process.stderr[-3000:]
     assert summary["stop_reason"] == "idle"
     out = tmp_path / "out"
-    assert (out / "faults" / "fired-process").exists(), "the failure was not injected"
+    for stage in ("crawl-db", "process"):
+        assert (out / "faults" / f"fired-{stage}").exists(), f"no failure injected in {stage}"
     flink_log = "".join(p.read_text() for p in (out / "logs" / "flink").glob("*.log"))
-    assert "InjectedFault" in flink_log
+    for stage in ("crawl-db", "process"):
+        assert f"failure injected by {ENVIRONMENT_VARIABLE} (fired-{stage})" in flink_log
     assert "switched from state RESTARTING to RUNNING" in flink_log
 
     expected = web_server.web.expected_crawl(seeds, TOKEN)
@@ -133,9 +144,15 @@ def test_crawl_recovers_from_a_failure_without_losing_a_url(
     problems = audit_log(records, expected, min_delay=DELAY)
     repeats = [p for p in problems if "requested" in p and "times" in p]
     assert [p for p in problems if p not in repeats] == []
-    # Fetches in flight or done since the last checkpoint before the failure may be repeated.
-    assert len(repeats) <= 30, repeats
+    # Fetches in flight or done since the last checkpoint before a failure may be repeated.
+    assert len(repeats) <= 40, repeats
 
     assert not list((out / "warc").glob("*.open"))
     responses = _warc_responses(out)
     assert set(expected.fetch) <= responses.keys()
+
+    # The DRUM really worked hard: its own counters (since the last restart) show it.
+    drum = json.loads((out / "status" / "crawldb-00000.json").read_text())["counters"]
+    assert drum["merges.major"] >= 5
+    assert drum["urls.archived"] > 0
+    assert drum["archives.compacted"] > 0

@@ -1,89 +1,270 @@
-"""The crawl DB's URL record: a new URL is queued; fetch outcomes merge newest-wins."""
+"""The crawl DB partition: URL-seen test and fetch outcomes in a DRUM, restored from the values
+the operator keeps in keyed state, with garbage collection that spares retained checkpoints."""
 
 from __future__ import annotations
 
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
-from crawl.crawldb import QUEUED, RECORD_VERSION, UrlRecord, merge_done, new_record
-from crawl.status import Status
+from crawl.config import CrawlDbSection
+from crawl.crawldb import (
+    MAX_VIA_BYTES,
+    CrawlDbPartition,
+    decode_payload,
+    encode_payload,
+    partition_directory,
+    partition_of,
+)
+from drum import DrumStatus, record_dict, url_key
 
 T0 = 1_700_000_000_000
+SECTION = CrawlDbSection(
+    buffer_ops=1000, block_records=4, max_deltas=3, max_archives=2, file_grace_seconds=10.0,
+    fsync=False,
+)
 
 
-@pytest.mark.parametrize(("hops", "depth"), [("", 0), ("L", 1), ("LLR", 3), ("LLLLLLLLLL", 10)])
-def test_new_record(hops: str, depth: int) -> None:
-    assert new_record(hops, T0) == UrlRecord(
-        status=QUEUED, http_status=0, reason="", depth=depth, discovered_ms=T0, fetched_ms=0,
-        fetch_count=0, failure_count=0, version=RECORD_VERSION,
-    )
+class KeyedState:
+    """The partition's keyed state as the operator keeps it (operators/crawl_db.py)."""
+
+    def __init__(self) -> None:
+        self.manifest: bytes | None = None
+        self.journal: list[bytes] = []
+        self.history: str | None = None
+
+    def store(self, partition: CrawlDbPartition) -> None:
+        state = partition.take_state()
+        if state.manifest is not None:
+            self.manifest = state.manifest
+        if state.journal.reset:
+            self.journal = [state.journal.data] if state.journal.operations else []
+        elif state.journal.operations:
+            self.journal.append(state.journal.data)
+        if state.history is not None:
+            self.history = state.history
+
+    def snapshot(self) -> KeyedState:
+        copy = KeyedState()
+        copy.manifest, copy.journal, copy.history = self.manifest, list(self.journal), self.history
+        return copy
+
+    def open(self, directory: str, section: CrawlDbSection = SECTION) -> CrawlDbPartition:
+        return CrawlDbPartition(
+            directory, section, manifest=self.manifest, journal=self.journal, history=self.history
+        )
 
 
-QUEUED_RECORD = new_record("LL", T0)
-FETCHED_ONCE = UrlRecord("FETCHED", 200, "http:200", 2, T0, T0 + 10, 1, 0)
-FAILED_TWICE = UrlRecord("FETCH_ERROR", 0, "timeout:read", 2, T0, T0 + 20, 2, 2)
-
-# (record before, status, http, reason, at, record after)
-MERGES = [
-    # a fetch is counted and dated
-    (QUEUED_RECORD, Status.FETCHED, 200, "http:200", T0 + 5,
-     UrlRecord("FETCHED", 200, "http:200", 2, T0, T0 + 5, 1, 0)),
-    (QUEUED_RECORD, Status.REDIRECT, 301, "http:301", T0 + 5,
-     UrlRecord("REDIRECT", 301, "http:301", 2, T0, T0 + 5, 1, 0)),
-    # failures are fetches too, and counted as failures
-    (QUEUED_RECORD, Status.FETCH_ERROR, 0, "timeout:read", T0 + 5,
-     UrlRecord("FETCH_ERROR", 0, "timeout:read", 2, T0, T0 + 5, 1, 1)),
-    (QUEUED_RECORD, Status.HTTP_ERROR, 503, "http:503", T0 + 5,
-     UrlRecord("HTTP_ERROR", 503, "http:503", 2, T0, T0 + 5, 1, 1)),
-    (FAILED_TWICE, Status.HTTP_ERROR, 500, "http:500", T0 + 30,
-     UrlRecord("HTTP_ERROR", 500, "http:500", 2, T0, T0 + 30, 3, 3)),
-    # a robots denial or a rejection is a decision, not a fetch
-    (QUEUED_RECORD, Status.ROBOTS_DENIED, 0, "robots:disallow", T0 + 5,
-     UrlRecord("ROBOTS_DENIED", 0, "robots:disallow", 2, T0, 0, 0, 0)),
-    (QUEUED_RECORD, Status.REJECTED, 0, "url:too-long", T0 + 5,
-     UrlRecord("REJECTED", 0, "url:too-long", 2, T0, 0, 0, 0)),
-    (FETCHED_ONCE, Status.ROBOTS_DENIED, 0, "robots:unavailable:http:503", T0 + 50,
-     UrlRecord("ROBOTS_DENIED", 0, "robots:unavailable:http:503", 2, T0, T0 + 10, 1, 0)),
-    # the newest outcome wins, counts accumulate
-    (FAILED_TWICE, Status.FETCHED, 200, "http:200", T0 + 40,
-     UrlRecord("FETCHED", 200, "http:200", 2, T0, T0 + 40, 3, 2)),
-    (FETCHED_ONCE, Status.FETCH_ERROR, 0, "connect:refused", T0 + 60,
-     UrlRecord("FETCH_ERROR", 0, "connect:refused", 2, T0, T0 + 60, 2, 1)),
-    # an outcome for a URL the DB does not know creates its record
-    (None, Status.FETCHED, 200, "http:200", T0 + 5,
-     UrlRecord("FETCHED", 200, "http:200", 0, T0 + 5, T0 + 5, 1, 0)),
-    (None, Status.ROBOTS_DENIED, 0, "robots:disallow", T0 + 5,
-     UrlRecord("ROBOTS_DENIED", 0, "robots:disallow", 0, T0 + 5, 0, 0, 0)),
-    (None, Status.FETCH_ERROR, 0, "dns:unresolved", T0 + 5,
-     UrlRecord("FETCH_ERROR", 0, "dns:unresolved", 0, T0 + 5, T0 + 5, 1, 1)),
-]
+def found(*urls: str, hops: str = "L", via: str = "http://a.example/") -> list:
+    return [(url, hops, via) for url in urls]
 
 
-@pytest.mark.parametrize(("before", "status", "http", "reason", "at", "after"), MERGES)
-def test_merge_done(
-    before: UrlRecord | None, status: Status, http: int, reason: str, at: int, after: UrlRecord
-) -> None:
-    assert merge_done(before, status.value, http, reason, at) == after
+def requested(answers) -> list[str]:
+    return sorted(item[0] for a in answers for _, batch in a.requests for item in json.loads(batch))
 
 
-@pytest.mark.parametrize("status", list(Status))
-def test_merge_done_keeps_identity_fields(status: Status) -> None:
-    merged = merge_done(QUEUED_RECORD, status.value, 0, "r", T0 + 1)
-
-    assert (merged.depth, merged.discovered_ms, merged.version) == (2, T0, RECORD_VERSION)
-    assert merged.status == status.value
-
-
-def test_merge_done_accepts_the_status_enum_itself() -> None:
-    # Status is a StrEnum: callers passing the member rather than its value get the same record.
-    assert merge_done(None, Status.HTTP_ERROR, 404, "http:404", T0) == merge_done(
-        None, "HTTP_ERROR", 404, "http:404", T0
-    )
+def record_of(partition: CrawlDbPartition, url: str) -> dict:
+    key = url_key(url)
+    for keys, values, _ in partition.drum.items():
+        for k, value in zip(keys.tolist(), values, strict=True):
+            if k == key:
+                return record_dict(value)
+    raise AssertionError(f"{url} not in the crawl DB")
 
 
-def test_repeated_failures_count_up() -> None:
-    record = QUEUED_RECORD
-    for attempt in range(1, 6):
-        record = merge_done(record, "FETCH_ERROR", 0, "timeout:read", T0 + attempt)
+@pytest.fixture
+def directory(tmp_path: Path) -> str:
+    return partition_directory(str(tmp_path / "crawldb"), 3)
 
-        assert (record.fetch_count, record.failure_count) == (attempt, attempt)
-    assert record.fetched_ms == T0 + 5
+
+def test_partition_and_directory_naming() -> None:
+    assert [partition_of(v, 16) for v in (0, 15, 16, 255)] == [0, 15, 0, 15]
+    assert partition_directory("/x", 3) == "/x/partition-00003"
+
+
+@pytest.mark.parametrize(
+    ("url", "hops", "via"),
+    [("http://a.example/", "", ""), ("http://a.example/p?q=1", "LLR", "http://b.example/x"),
+     ("http://xn--bcher-kva.example/", "L", "http://a.example/é")],
+)
+def test_payload_round_trip(url: str, hops: str, via: str) -> None:
+    assert decode_payload(encode_payload(url, hops, via)) == (url, hops, via)
+
+
+def test_payload_cuts_a_huge_via_and_reads_a_bare_url() -> None:
+    url, hops, via = decode_payload(encode_payload("http://a/", "L", "http://b/" + "x" * 10_000))
+    assert (url, hops, len(via.encode())) == ("http://a/", "L", MAX_VIA_BYTES)
+    assert decode_payload(b"http://a/") == ("http://a/", "", "")
+
+
+def test_new_urls_go_to_the_frontier_once_grouped_by_host(directory: str) -> None:
+    db = CrawlDbPartition(directory, SECTION)
+    first = db.apply(found("http://a.example/1", "http://b.example/1", "http://a.example/1"),
+                     [], T0)
+    assert first.requests == []  # answered by the merge, not before
+    assert db.buffered == 3
+    flushed = db.flush(T0 + 500)
+    assert db.buffered == 0
+    batches = {host: json.loads(batch) for host, batch in flushed.requests}
+    assert batches == {
+        "a.example": [["http://a.example/1", "L", "http://a.example/"]],
+        "b.example": [["http://b.example/1", "L", "http://a.example/"]],
+    }
+    assert flushed.counts["urls.new"] == 2
+    assert flushed.counts["urls.duplicate"] == 1
+    # Seen again in a later batch: a duplicate, not a request.
+    db.apply(found("http://b.example/1", "http://c.example/1"), [], T0 + 600)
+    later = db.flush(T0 + 1100)
+    assert requested([later]) == ["http://c.example/1"]
+    assert later.counts["urls.duplicate"] == 1
+    assert db.known == 3
+    assert db.flush(T0 + 2000).counts == {}  # nothing buffered: no merge
+
+
+def test_a_full_buffer_merges_inside_apply(directory: str) -> None:
+    db = CrawlDbPartition(directory, replace(SECTION, buffer_ops=4))
+    answer = db.apply(found(*(f"http://a.example/{i}" for i in range(10))), [], T0)
+    assert answer.counts["merges"] == 2
+    assert len(requested([answer])) == 8
+    assert db.buffered == 2
+    assert requested([db.flush(T0 + 1)]) == ["http://a.example/8", "http://a.example/9"]
+
+
+def test_outcomes_newest_wins_attempts_counted(directory: str) -> None:
+    db = CrawlDbPartition(directory, SECTION)
+    url = "http://a.example/p"
+    db.apply(found(url, hops="LL"), [], T0)
+    db.flush(T0 + 1)
+    answer = db.apply([], [(url, "FETCH_ERROR", 0, "timeout:read", T0 + 100),
+                           (url, "FETCHED", 200, "http:200", T0 + 300),
+                           (url, "HTTP_ERROR", 503, "http:503", T0 + 200),  # late replay
+                           (url, "ROBOTS_DENIED", 0, "robots:disallow", T0 + 50),
+                           (url, "BOGUS", 0, "", T0 + 400)], T0 + 500)
+    assert answer.counts["done.bad_status"] == 1
+    db.flush(T0 + 600)
+    record = record_of(db, url)
+    assert record["status"] == DrumStatus.FETCHED
+    assert record["http_status"] == 200
+    assert db.drum.reason_name(record["reason"]) == "http:200"
+    assert record["depth"] == 2
+    assert record["fetch_count"] == 3  # the robots denial is a decision, not an attempt
+    assert record["failure_count"] == 2
+    assert record["discovered_ms"] == T0
+
+
+def test_an_outcome_for_a_url_never_found_is_recorded_not_requested(directory: str) -> None:
+    db = CrawlDbPartition(directory, SECTION)
+    db.apply([], [("http://a.example/x", "FETCHED", 200, "http:200", T0)], T0)
+    answer = db.flush(T0 + 1)
+    assert answer.requests == []
+    assert answer.counts["done.unknown_url"] == 1
+    db.apply(found("http://a.example/x"), [], T0 + 2)
+    assert db.flush(T0 + 3).requests == []  # already known
+
+
+def test_done_urls_are_archived_by_major_merges_and_stay_seen(directory: str) -> None:
+    db = CrawlDbPartition(directory, replace(SECTION, max_deltas=2, max_archives=1))
+    archived = compacted = 0
+    for round_ in range(8):
+        now = T0 + 1000 * round_
+        urls = [f"http://a.example/{round_}/{i}" for i in range(5)]
+        db.apply(found(*urls), [], now)
+        db.flush(now + 1)
+        answer = db.apply([], [(u, "FETCHED", 200, "http:200", now + 2) for u in urls], now + 2)
+        answer = db.flush(now + 3)
+        archived += answer.counts.get("urls.archived", 0)
+        compacted += answer.counts.get("archives.compacted", 0)
+    db.drum._check()
+    assert archived == 40
+    assert compacted > 0
+    assert db.drum.counters.archived == 40
+    # Every one is still seen: found again, none goes to the frontier.
+    db.apply(found(*(f"http://a.example/{r}/{i}" for r in range(8) for i in range(5))), [], T0)
+    again = db.flush(T0 + 10_000)
+    assert again.requests == []
+    assert again.counts["urls.duplicate"] == 40
+
+
+def test_restore_from_keyed_state_loses_nothing_buffered(directory: str) -> None:
+    state = KeyedState()
+    db = CrawlDbPartition(directory, replace(SECTION, buffer_ops=4))
+    db.apply(found(*(f"http://a.example/{i}" for i in (1, 2, 3, 6))), [], T0)
+    state.store(db)  # merged: the journal was reset and is empty
+    db.apply(found("http://a.example/4"), [], T0 + 1)
+    state.store(db)
+    db.apply(found("http://a.example/5", "http://a.example/1"), [], T0 + 2)
+    state.store(db)
+    assert db.buffered == 3
+    assert len(state.journal) == 2
+    checkpoint = state.snapshot()
+    expected = requested([db.flush(T0 + 3)])
+    db.close()
+
+    # The job fails after the flush; the restore sees the checkpoint's DRUM and buffer.
+    restored = checkpoint.open(directory)
+    assert restored.buffered == 3
+    assert restored.known == 4
+    assert requested([restored.flush(T0 + 4)]) == expected == [
+        "http://a.example/4", "http://a.example/5"
+    ]
+    restored.drum._check()
+
+
+def test_files_of_a_retained_checkpoint_outlive_newer_merges(directory: str) -> None:
+    state = KeyedState()
+    db = CrawlDbPartition(directory, replace(SECTION, max_deltas=2))
+    old_checkpoint = None
+    for step in range(12):
+        now = T0 + 1000 * step  # grace window: 10 s
+        db.apply(found(*(f"http://a.example/{step}/{i}" for i in range(6))), [], now)
+        db.flush(now + 1)
+        state.store(db)
+        if step == 5:
+            old_checkpoint = state.snapshot()
+    files_now = set(os.listdir(directory))
+    # The checkpoint of step 5 is 6 s old: its files are still there and it restores.
+    restored = old_checkpoint.open(directory)
+    assert restored.known == 36
+    restored.drum._check()
+    # Its first merge removes what the abandoned attempt wrote after it.
+    restored.apply(found("http://b.example/1"), [], T0 + 13_000)
+    restored.flush(T0 + 13_001)
+    assert files_now - set(os.listdir(directory)), "nothing of the abandoned attempt deleted"
+    assert restored.known == 37
+    # Much later, files dropped long ago are gone.
+    for step in range(3):
+        now = T0 + 30_000 + 1000 * step
+        restored.apply(found(f"http://c.example/{step}"), [], now)
+        restored.flush(now + 1)
+    db_files = set(os.listdir(directory))
+    live = restored.drum.manifest.files() - {restored.drum.manifest.file_name}
+    assert live <= db_files
+    assert len(db_files - live) <= 12  # only what the last 10 s dropped
+
+
+def test_a_partition_without_state_clears_its_directory(directory: str) -> None:
+    db = CrawlDbPartition(directory, SECTION)
+    db.apply(found("http://a.example/1"), [], T0)
+    db.flush(T0 + 1)
+    db.close()
+    assert os.listdir(directory)
+    fresh = KeyedState().open(directory)  # restored from a checkpoint before the first merge
+    assert os.listdir(directory) == []
+    fresh.apply(found("http://a.example/1"), [], T0 + 2)
+    assert requested([fresh.flush(T0 + 3)]) == ["http://a.example/1"]
+
+
+def test_a_missing_file_is_a_clear_error(directory: str) -> None:
+    state = KeyedState()
+    db = CrawlDbPartition(directory, SECTION)
+    db.apply(found("http://a.example/1"), [], T0)
+    db.flush(T0 + 1)
+    state.store(db)
+    db.close()
+    victim = sorted(n for n in os.listdir(directory) if n.startswith("run-"))[0]
+    os.remove(os.path.join(directory, victim))
+    with pytest.raises(Exception, match=victim):
+        state.open(directory)

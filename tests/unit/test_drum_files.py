@@ -333,11 +333,16 @@ def test_manifest_history_keeps_the_window(tmp_path: Path) -> None:
     for step in range(6):
         old = db.manifest_bytes()
         fill(db, 1000 * step, 60)  # one merge per step
-        history.replaced(old, now_ms=step * 50)
+        history.replaced(old, db.manifest_bytes(), now_ms=step * 50)
         kept[step] = old
-        db.collect_garbage(history.retained(now_ms=step * 50))
+        db.collect_garbage(keep=history.retained(now_ms=step * 50))
     restored = ManifestHistory.from_json(json.loads(json.dumps(history.to_json())))
-    assert restored.retained(now_ms=250) == [kept[3], kept[4], kept[5]]
+    names = restored.retained(now_ms=250)
+    assert [t for t, _ in restored.entries] == [150, 200, 250]
+    assert referenced_files(kept[3]) <= names | referenced_files(db.manifest)
+    assert not referenced_files(kept[1]) <= names | referenced_files(db.manifest)
+    with pytest.raises(DrumManifestError):
+        ManifestHistory.from_json({"version": 1, "window_ms": 5, "entries": []})
     for step in (3, 4, 5):  # still restorable
         Drum.restore(directory, kept[step], config=SMALL).close()
     with pytest.raises(DrumMissingFileError):

@@ -33,3 +33,19 @@ def test_inert_unless_asked_for_this_stage(
     for _ in range(10):
         injector.tick()
     assert not (tmp_path / "faults").exists()
+
+
+def test_several_stages_can_each_fail_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "crawl-db:2, process:3")
+    crawl_db = FaultInjector("crawl-db", tmp_path)
+    process = FaultInjector("process", tmp_path)
+    crawl_db.tick()
+    with pytest.raises(InjectedFault, match="fired-crawl-db"):
+        crawl_db.tick()
+    process.tick()
+    process.tick()
+    with pytest.raises(InjectedFault, match="fired-process"):
+        process.tick()
+    assert sorted(p.name for p in (tmp_path / "faults").iterdir()) == [
+        "fired-crawl-db", "fired-process"
+    ]
