@@ -9,6 +9,10 @@ Both are measured the same way, from the synthetic web's own request log: page r
 own figures (its summary) are reported beside, as is the CPU time of each crawler's processes.
 
 Usage: ``python bench/e2e_throughput.py --hosts 300 --runs 3 [--delay 0] [--budget 0]``.
+
+``--baseline DIR`` adds a third crawler: our crawler from another checkout (for example
+``git worktree add /tmp/before <commit>``), run the same way from that directory, to measure
+what a change did side by side; ``--no-scrapy`` leaves Scrapy out.
 """
 
 from __future__ import annotations
@@ -97,7 +101,9 @@ def from_request_log(records: list[RequestRecord]) -> dict[str, Any]:
     }
 
 
-def run_ours(proxy: str, seeds: list[str], args: argparse.Namespace, work: Path) -> dict[str, Any]:
+def run_ours(
+    proxy: str, seeds: list[str], args: argparse.Namespace, work: Path, checkout: Path
+) -> dict[str, Any]:
     seeds_file = work / "seeds.txt"
     seeds_file.write_text("\n".join(seeds) + "\n", encoding="utf-8")
     out = work / "out"
@@ -108,7 +114,8 @@ def run_ours(proxy: str, seeds: list[str], args: argparse.Namespace, work: Path)
         "--set", "politeness.response_time_factor=0",
     ]
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=_REPOSITORY, stdout=subprocess.PIPE,
+    # ``python -m job`` imports the packages of its working directory first.
+    process = subprocess.Popen(command, cwd=checkout, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     cpu = TreeCpu(process.pid)
     output, _ = process.communicate(timeout=1800)
@@ -131,7 +138,9 @@ def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
         with SyntheticWebServer(config, work / "requests.jsonl") as server:
             seeds = server.web.seeds()
             if crawler == "ours":
-                figures = run_ours(server.proxy_url, seeds, args, work)
+                figures = run_ours(server.proxy_url, seeds, args, work, _REPOSITORY)
+            elif crawler == "baseline":
+                figures = run_ours(server.proxy_url, seeds, args, work, args.baseline)
             else:
                 result = run_scrapy(server.proxy_url, seeds, delay=args.delay,
                                     budget=args.budget)
@@ -146,7 +155,7 @@ def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
         figures.update(from_request_log(records))
         figures["audit_problems"] = len(
             audit_log(records, expected, min_delay=args.delay, complete=False,
-                      check_user_agent=crawler == "ours")
+                      check_user_agent=crawler != "scrapy")
         )
         figures["cpu_ms_per_page"] = round(1000 * figures["cpu_s"] / max(1, figures["pages"]), 2)
         return figures
@@ -161,12 +170,17 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=0, help="page budget (0: whole web)")
     parser.add_argument("--parallelism", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout of the crawler, measured side by side")
+    parser.add_argument("--no-scrapy", action="store_true", help="leave Scrapy out")
     args = parser.parse_args()
 
+    crawlers = ["ours"] + (["baseline"] if args.baseline else [])
+    crawlers += [] if args.no_scrapy else ["scrapy"]
     print(f"load before: {os.getloadavg()}", flush=True)
-    rows: dict[str, list[dict[str, Any]]] = {"ours": [], "scrapy": []}
+    rows: dict[str, list[dict[str, Any]]] = {crawler: [] for crawler in crawlers}
     for round_number in range(1, args.runs + 1):
-        order = ("ours", "scrapy") if round_number % 2 else ("scrapy", "ours")
+        order = crawlers if round_number % 2 else crawlers[::-1]
         for crawler in order:
             figures = one_round(args, crawler)
             rows[crawler].append(figures)
@@ -180,18 +194,22 @@ def main() -> None:
     print("| crawler | pages | pages/s (server log) | own pages/s | CPU ms/page | wall s |"
           " audit problems |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for crawler in ("ours", "scrapy"):
+    for crawler in crawlers:
         print(f"| {crawler} | {median(crawler, 'pages'):.0f} | "
               f"{median(crawler, 'pages_per_s'):.1f} | {median(crawler, 'own_pages_per_s'):.1f} | "
               f"{median(crawler, 'cpu_ms_per_page'):.2f} | {median(crawler, 'wall_s'):.1f} | "
               f"{median(crawler, 'audit_problems'):.0f} |")
-    ratios = [o["pages_per_s"] / s["pages_per_s"] for o, s in zip(rows["ours"], rows["scrapy"],
-                                                                   strict=True)]
-    print(f"\nours / scrapy pages/s, per round: {[round(r, 2) for r in ratios]}; "
-          f"median {statistics.median(ratios):.2f}")
+    ratios: dict[str, list[float]] = {}
+    for other in crawlers[1:]:
+        ratios[other] = [
+            o["pages_per_s"] / s["pages_per_s"]
+            for o, s in zip(rows["ours"], rows[other], strict=True)
+        ]
+        print(f"\nours / {other} pages/s, per round: {[round(r, 2) for r in ratios[other]]}; "
+              f"median {statistics.median(ratios[other]):.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},
-                                         "rows": rows, "ratios": ratios}, indent=2))
+        args.json.write_text(json.dumps({"args": vars(args), "rows": rows, "ratios": ratios},
+                                        indent=2, default=str))
 
 
 if __name__ == "__main__":

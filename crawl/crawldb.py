@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crawl.config import CrawlDbSection
+from crawl.loop import LoopRecordError, parse_payload
 from crawl.urls import host_of
 from drum import (
     CHECK_UPDATE,
@@ -58,7 +59,6 @@ from drum import (
     DrumConfig,
     DrumStatus,
     DuePolicy,
-    JournalChunk,
     ManifestHistory,
     MergeResult,
     discoveries,
@@ -138,19 +138,27 @@ class Answer:
 
 @dataclass(frozen=True)
 class PartitionState:
-    """What the operator writes to keyed state after a call (None: unchanged)."""
+    """What the operator writes to keyed state after a call."""
 
+    #: The new manifest, None when unchanged.
     manifest: bytes | None
-    journal: JournalChunk
+    #: The new history of dropped files, None when unchanged.
     history: str | None
+    #: Whether a merge took every pending record: the journal starts again, empty. Otherwise
+    #: the record of this call (if any) is pending and goes to the end of the journal.
+    merged: bool
 
 
 class CrawlDbPartition:
     """One partition of the crawl DB (see the module docstring).
 
-    Build it with the values of the partition's keyed state (all None for a partition never
-    seen): ``manifest`` bytes, ``journal`` chunks, ``history`` JSON. ``window_ms`` is how long
-    dropped files are kept for retained checkpoints (``crawldb.file_grace_seconds``).
+    Build it with the values of the partition's keyed state (None and empty for a partition
+    never seen): ``manifest`` bytes, ``journal`` (the loop payloads received since the last
+    merge, in order) and ``history`` JSON.
+
+    Records wait in a plain list until a merge (``buffer_ops`` operations, or the flush
+    timer), which hands them to the DRUM as one vectorised batch; the journal in keyed state
+    is the list of their loop payloads, so a restore replays them exactly.
     """
 
     def __init__(
@@ -159,10 +167,11 @@ class CrawlDbPartition:
         section: CrawlDbSection,
         *,
         manifest: bytes | None = None,
-        journal: Iterable[bytes] = (),
+        journal: Iterable[str] = (),
         history: str | None = None,
     ) -> None:
         self.directory = directory
+        self._buffer_ops = section.buffer_ops
         config = drum_config(section)
         window_ms = int(section.file_grace_seconds * 1000)
         if manifest is None:
@@ -171,7 +180,7 @@ class CrawlDbPartition:
             collect_garbage(directory, [])
             self._drum = Drum.create(directory, config)
         else:
-            self._drum = Drum.restore(directory, manifest, journal, config)
+            self._drum = Drum.restore(directory, manifest, (), config)
         self._history = (
             ManifestHistory.from_json(json.loads(history))
             if history
@@ -179,15 +188,29 @@ class CrawlDbPartition:
         )
         self._history.window_ms = window_ms
         self._manifest = self._drum.manifest_bytes()
-        self._stored_version = self._drum.state_version if manifest is not None else -1
+        self._manifest_changed = manifest is None
         self._history_changed = False
+        self._found: list[tuple[str, str, str]] = []
+        self._found_at: list[int] = []  # arrival time of each found URL (0: replayed)
+        self._done: list[tuple[str, str, int, str, int]] = []
+        # Order of the pending operations: True for a found URL, False for a done event.
+        self._order: list[bool] = []
+        #: Journal entries that could not be read back (counted, then dropped).
+        self.unreadable_journal_entries = 0
+        for payload in journal:
+            try:
+                found, done = parse_payload(payload)
+            except LoopRecordError:
+                self.unreadable_journal_entries += 1
+                continue
+            self._append(found, done, 0)
 
     # ------------------------------------------------------------------ figures
 
     @property
     def buffered(self) -> int:
         """Operations waiting for a merge."""
-        return self._drum.buffered
+        return len(self._order)
 
     @property
     def known(self) -> int:
@@ -206,48 +229,95 @@ class CrawlDbPartition:
         done: Sequence[tuple[str, str, int, str, int]],
         now_ms: int,
     ) -> Answer:
-        """Buffer found URLs and done events; deliver the answers of any merge this caused."""
+        """Take the found URLs and done events of one loop record; when the pending
+        operations reach ``buffer_ops``, merge them all and deliver the answers."""
+        self._append(found, done, now_ms)
+        if len(self._order) >= self._buffer_ops:
+            return self.flush(now_ms)
+        return Answer()
+
+    def flush(self, now_ms: int) -> Answer:
+        """Merge every pending operation now (the flush timer); nothing when none."""
         answer = Answer()
-        results: list[MergeResult] = []
-        if done:
-            results += self._outcomes(done, now_ms, answer)
-        if found:
-            urls = [url for url, _, _ in found]
-            depth = np.fromiter(
-                (min(len(hops), NO_DEPTH - 1) for _, hops, _ in found), np.int64, len(found)
-            )
-            hosts = np.fromiter((host_key(host_of(url)) for url in urls), np.uint32, len(found))
-            values = discoveries(len(found), now_ms=now_ms, depth=depth, host=hosts)
-            payloads = [encode_payload(url, hops, via) for url, hops, via in found]
-            results += self._drum.check_update(url_keys(urls), values, payloads, now_ms=now_ms)
-            answer.count("urls.found", len(found))
+        if not self._order:
+            return answer
+        results = self._to_drum(now_ms, answer)
+        if self._drum.buffered:  # (a full DRUM buffer may have merged already)
+            results.append(self._drum.merge(now_ms=now_ms))
+        self._found, self._found_at, self._done, self._order = [], [], [], []
         self._deliver(results, now_ms, answer)
         return answer
 
-    def flush(self, now_ms: int) -> Answer:
-        """Merge the buffer now (the flush timer); nothing happens when it is empty."""
-        answer = Answer()
-        if self._drum.buffered:
-            self._deliver([self._drum.merge(now_ms=now_ms)], now_ms, answer)
-        return answer
-
     def take_state(self) -> PartitionState:
-        """The keyed-state changes since the previous call."""
-        version = self._drum.state_version
+        """The keyed-state changes of the last call."""
         manifest = None
-        if version != self._stored_version:
-            manifest = self._drum.manifest_bytes()
-            self._stored_version = version
+        if self._manifest_changed:
+            manifest = self._manifest
+            self._manifest_changed = False
         history = None
         if self._history_changed:
             history = json.dumps(self._history.to_json(), separators=(",", ":"))
             self._history_changed = False
-        return PartitionState(manifest, self._drum.take_journal(), history)
+        return PartitionState(manifest, history, merged=not self._order)
 
     def close(self) -> None:
         self._drum.close()
 
     # ------------------------------------------------------------------ internals
+
+    def _append(
+        self,
+        found: Sequence[tuple[str, str, str]],
+        done: Sequence[tuple[str, str, int, str, int]],
+        now_ms: int,
+    ) -> None:
+        # A loop record's outcomes come before its links (a page's own outcome first).
+        self._done.extend(done)
+        self._found.extend(found)
+        self._found_at.extend([now_ms] * len(found))
+        self._order.extend([False] * len(done))
+        self._order.extend([True] * len(found))
+
+    def _to_drum(self, now_ms: int, answer: Answer) -> list[MergeResult]:
+        """Hand the pending operations to the DRUM in their order, one batch per run of the
+        same kind (usually a handful of batches per flush)."""
+        results: list[MergeResult] = []
+        found_at = done_at = 0
+        order = self._order
+        i = 0
+        while i < len(order):
+            j = i
+            while j < len(order) and order[j] == order[i]:
+                j += 1
+            if order[i]:
+                batch_found = self._found[found_at : found_at + j - i]
+                arrived = self._found_at[found_at : found_at + j - i]
+                found_at += j - i
+                results += self._discoveries(batch_found, arrived, now_ms, answer)
+            else:
+                batch_done = self._done[done_at : done_at + j - i]
+                done_at += j - i
+                results += self._outcomes(batch_done, now_ms, answer)
+            i = j
+        return results
+
+    def _discoveries(
+        self,
+        found: Sequence[tuple[str, str, str]],
+        arrived: Sequence[int],
+        now_ms: int,
+        answer: Answer,
+    ) -> list[MergeResult]:
+        n = len(found)
+        urls = [url for url, _, _ in found]
+        depth = np.fromiter((min(len(hops), NO_DEPTH - 1) for _, hops, _ in found), np.int64, n)
+        hosts = np.fromiter((host_key(host_of(url)) for url in urls), np.uint32, n)
+        # Found at its arrival; a record replayed after a restore, at this merge.
+        at = np.fromiter((t or now_ms for t in arrived), np.int64, n)
+        values = discoveries(n, now_ms=at, depth=depth, host=hosts)
+        payloads = [encode_payload(url, hops, via) for url, hops, via in found]
+        answer.count("urls.found", n)
+        return self._drum.check_update(url_keys(urls), values, payloads, now_ms=now_ms)
 
     def _outcomes(
         self, done: Sequence[tuple[str, str, int, str, int]], now_ms: int, answer: Answer
@@ -280,8 +350,6 @@ class CrawlDbPartition:
             return self._drum.reason_code("other")
 
     def _deliver(self, results: list[MergeResult], now_ms: int, answer: Answer) -> None:
-        if not results:
-            return
         batches: dict[str, list[list[str]]] = {}
         for result in results:
             answer.count("merges")
@@ -305,6 +373,7 @@ class CrawlDbPartition:
         manifest = self._drum.manifest_bytes()
         self._history.replaced(self._manifest, manifest, now_ms)
         self._manifest = manifest
+        self._manifest_changed = True
         deleted = self._drum.collect_garbage(keep=self._history.retained(now_ms))
         answer.count("files.deleted", len(deleted))
         self._history_changed = True

@@ -3,16 +3,23 @@
 ``warc/`` the archive, ``logs/`` crawl logs (and Flink's own log under ``logs/flink``),
 ``loop/`` the file log that carries discovered URLs round the job, ``status/`` the figures of
 every subtask, ``budget/`` the page-budget ledger, ``checkpoints/`` and ``savepoints/`` Flink's,
-``flink-conf/`` the Flink configuration directory of a local run, ``summary.json`` the summary.
+``flink-conf/`` the Flink configuration directory of a local run, ``summary.json`` the summary,
+``crawldb/`` the crawl DB's DRUM files, ``crawl.json`` the settings fixed for the crawl's life.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["OutputLayout"]
+__all__ = ["FixedSettingsError", "OutputLayout"]
+
+
+class FixedSettingsError(ValueError):
+    """A setting fixed for the life of a crawl differs from the one the crawl started with."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +76,31 @@ class OutputLayout:
     def summary(self) -> Path:
         return self.root / "summary.json"
 
+    @property
+    def fixed_settings(self) -> Path:
+        return self.root / "crawl.json"
+
+    def record_fixed_settings(self, settings: Mapping[str, int]) -> None:
+        """Write the settings that must not change while the crawl lives (vnode and crawl DB
+        partition counts: they decide where every URL's state is)."""
+        self.fixed_settings.write_text(json.dumps(dict(settings), indent=2), encoding="utf-8")
+
+    def check_fixed_settings(self, settings: Mapping[str, int]) -> None:
+        """Raise :class:`FixedSettingsError` naming the first setting that differs from the
+        recorded one (nothing recorded: nothing to check)."""
+        try:
+            recorded = json.loads(self.fixed_settings.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as error:
+            raise FixedSettingsError(f"{self.fixed_settings}: unreadable: {error}") from None
+        for key, value in settings.items():
+            if key in recorded and recorded[key] != value:
+                raise FixedSettingsError(
+                    f"{key}: this crawl was started with {recorded[key]} and it cannot change "
+                    f"during the crawl's life (it says where every URL's state is), got {value}"
+                )
+
     def holds_crawl(self) -> bool:
         """Whether a crawl has already used this directory."""
         return self.loop.exists() or self.warc.exists() or self.checkpoints.exists()
@@ -90,6 +122,7 @@ class OutputLayout:
             if path.exists():
                 shutil.rmtree(path)
         self.summary.unlink(missing_ok=True)
+        self.fixed_settings.unlink(missing_ok=True)
 
     def make(self) -> None:
         """Create the directories a crawl writes into."""

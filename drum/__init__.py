@@ -3,16 +3,18 @@ Management, with flink-crawler's due selection and archiving). Plain Python and 
 Flink here, so it is tested and benchmarked alone (tests/unit/test_drum_*.py, bench/drum_*.py).
 
 What it is
-    A map from a 64-bit key (:func:`url_key`, BLAKE2b of the normalised URL) to a 64-byte
-    record (:data:`RECORD`: status, score, times, counters, host hash, where the URL is), with
-    the URL itself (the payload) stored apart, once, in the payload segment of the merge that
-    first saw it. Operations (:meth:`Drum.check`, :meth:`Drum.update`,
-    :meth:`Drum.check_update`) go into a buffer; a merge sorts the buffer and passes once over
-    the sorted runs on disk, and delivers every answer of the batch in one
-    :class:`MergeResult`: the checks (seen or not, in operation order), the new keys with their
-    URLs, and after a major merge the URLs due for fetching. Modules: :mod:`drum.record` (keys,
-    record layout, merge rule), :mod:`drum.files` (file formats), :mod:`drum.manifest`
-    (manifest, garbage collection), :mod:`drum.store` (the :class:`Drum`).
+    A map from a 64-bit key (:func:`url_key`, BLAKE2b of the normalised URL) to a 64-byte record
+    (:data:`RECORD`: status, score, times, counters, host hash, where the URL is), with the URL
+    itself (the payload) stored apart, once, in the DRUM's payload log (append-only, in
+    immutable files: each merge writes the payloads of the keys it inserted as one file, and
+    files are packed into larger ones as they accumulate, so there are few). Operations
+    (:meth:`Drum.check`, :meth:`Drum.update`, :meth:`Drum.check_update`) go into a buffer; a
+    merge sorts the buffer and passes once over the sorted runs on disk, and delivers every
+    answer of the batch in one :class:`MergeResult`: the checks (seen or not, in operation
+    order), the new keys with their URLs, and after a major merge the URLs due for fetching.
+    Modules: :mod:`drum.record` (keys, record layout, merge rule), :mod:`drum.files` (file
+    formats), :mod:`drum.manifest` (manifest, garbage collection), :mod:`drum.store` (the
+    :class:`Drum`).
 
 Merge rule (:func:`combine`; flink-crawler's DefaultUrlStateMerger)
     unfetched + unfetched sums the scores and keeps the earliest next fetch; otherwise the
@@ -20,46 +22,44 @@ Merge rule (:func:`combine`; flink-crawler's DefaultUrlStateMerger)
     counted but does not replace a newer one. The rule is associative, so a batch is folded
     before it is applied, and deltas are folded into the main run later, with the same result.
 
-Costs (details in :mod:`drum.store`; figures in bench/drum.md)
+Costs (details in :mod:`drum.store`; figures in BENCHMARKS.md)
     per operation, amortised: O(1) in memory; a minor merge of B operations reads the K x 8
     key bytes of the runs (O(K / B) bytes per operation) and writes one delta record per
     updated key; a major merge rewrites the K records when the deltas reach
     ``major_ratio`` x K (O(72 / major_ratio) bytes per update). Memory is set by the buffer
     (``DrumConfig.buffer_ops``) and the block size, never by K.
 
-One DRUM per vnode (decided; the reasons)
-    The job will keep one :class:`Drum` per vnode, in a directory of its own
-    (``<state dir>/drum/vnode-NNN``), inside the keyed crawl DB operator (keyed by vnode):
+One DRUM per key of the job's keyed crawl DB operator (a partition of vnodes; the reasons)
+    The job (crawl/crawldb.py) keeps one :class:`Drum` per crawl DB partition, a group of
+    vnodes, in a directory of its own (``<output>/crawldb/partition-NNNNN``):
 
     1. PyFlink gives Python functions keyed state only (no operator state, no snapshot or
        checkpoint-complete hook), and a handler can read and write the state of the current
        key only. The manifest and the journal must be updated in the same call as the merge
-       that changes them; a DRUM shared by the vnodes of a subtask would change the files of
-       many vnodes in one merge, whose manifests the handler cannot reach.
-    2. Rescaling moves key groups, hence whole vnodes, between subtasks. A per-vnode DRUM
-       moves with its vnode: its manifest and journal are in that vnode's keyed state and its
-       files are immutable, on storage every subtask reaches (a shared filesystem on a
-       cluster), so the new owner restores it as it was. A per-subtask DRUM would have to be
-       split and merged at every rescale.
-    3. The cost per operation depends on keys / buffer: 256 vnodes of K/256 keys, each with a
-       buffer of B/256 operations, cost per operation what one DRUM of K keys with a buffer of
-       B does; what grows is the fixed cost per merge (a few files, fsyncs and a manifest), so
-       the buffer per vnode must not be tiny (a few thousand operations at least).
-    4. Memory: a subtask holds V/p vnodes (V vnodes, parallelism p), so it should give each a
-       buffer of (its memory budget) / (V/p). Buffers fill at different rates (hot hosts):
-       the job flushes a vnode's buffer from a processing-time timer registered for that
-       vnode (timers run in their key's context, so the manifest can be written) when the
-       vnode has been idle or when the subtask's total buffered operations pass its budget.
+       that changes them, so a DRUM belongs to one key; one DRUM per subtask is not possible.
+    2. Rescaling moves key groups, hence whole keys, between subtasks. A DRUM moves with its
+       key: its manifest and journal are in that key's state and its files are immutable, on
+       storage every subtask reaches (a shared filesystem on a cluster), so the new owner
+       restores it as it was.
+    3. The cost per operation depends on keys / buffer; what grows with the number of DRUMs
+       is the fixed cost per merge (a few files, fsyncs and a manifest). Every buffer must be
+       merged within a flush interval so that new URLs move on, so the job uses a few dozen
+       partitions rather than one DRUM per vnode (256 vnodes would mean hundreds of small
+       merges a second).
+    4. Memory: a subtask holds P/p partitions (P partitions, parallelism p), each with a
+       buffer of ``buffer_ops`` operations.
 
 Hooks for the job (checkpoint consistency without a snapshot hook)
     * Files are immutable once written, under names never used before (a random part, also
       after a restore of an older manifest); a merge writes new files, then a new manifest;
       it never modifies or deletes a file (:func:`collect_garbage` is the only deleter).
-    * State per vnode, all plain values: (1) ValueState ``drum_manifest``:
+    * State per DRUM, all plain values: (1) ValueState ``drum_manifest``:
       :meth:`Drum.manifest_bytes` (JSON with a format version, a few hundred bytes plus
-      about 90 bytes per payload segment), written whenever :attr:`Drum.state_version`
-      changed; (2) ListState ``drum_journal``: the operations not merged yet, as chunks from
-      :meth:`Drum.take_journal` after each call (``reset`` means "replace the list");
+      about 90 bytes per file), written whenever :attr:`Drum.state_version` changed;
+      (2) ListState ``drum_journal``: the operations not merged yet, as chunks from
+      :meth:`Drum.take_journal` after each call (``reset`` means "replace the list"; the
+      crawl DB keeps its own journal of loop records instead, and hands the DRUM whole
+      batches);
       (3) ValueState ``drum_history``: a :class:`ManifestHistory` (JSON): the files
       dropped by recent merges.
     * Restore: ``Drum.restore(directory, manifest_state.value(), journal_state.get(), config)``

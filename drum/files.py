@@ -22,7 +22,8 @@ table is the fence index); a merge streams whole blocks. Opening a file reads th
 trailer and table only and checks that the sizes add up exactly: a truncated file fails there.
 Each block's checksums are checked when the block is read.
 
-Payload segment (``pay-*.drum``: the URLs of the keys inserted by one merge)::
+Payload file (``pay-*.drum``: a consecutive range of the DRUM's payload log: the URLs of the
+keys inserted by one merge, or several such ranges packed into one file)::
 
     header   32 B   magic "DRUMPAY1", format u16, reserved 14 B, header checksum u64
     data            the payloads, back to back (records point into it: offset, length)
@@ -408,25 +409,53 @@ class RunFile:
 
 
 class PayloadWriter(_Writer):
-    """Writes one payload segment from a single blob."""
+    """Writes one payload file: from a single blob (:meth:`write`), or streamed in pieces of
+    any size (:meth:`append` ..., then :meth:`finish`). Memory: the piece plus one page."""
 
-    def write(self, blob: bytes) -> FileInfo:
+    def __init__(self, path: str, opener: Opener, fsync: bool) -> None:
+        super().__init__(path, opener, fsync)
+        self._started = False
+        self._length = 0
+        self._carry = b""  # the last, incomplete page
+        self._page_sums: list[int] = []
+
+    def _start(self) -> None:
         head = _PAY_HEADER.pack(_PAY_MAGIC, FORMAT_VERSION, b"")
         self._write(head + _sum_bytes(head))
-        self._write(blob)
-        view = memoryview(blob)
+        self._started = True
+
+    def append(self, data: bytes | memoryview) -> None:
+        """Add ``data`` to the payload data. O(len(data))."""
+        if not self._started:
+            self._start()
+        self._write(data)
+        self._length += len(data)
+        pending = bytes(self._carry) + bytes(data) if self._carry else data
+        view = memoryview(pending)
+        full = len(view) - len(view) % PAGE
         crc = zlib.crc32
-        pages = np.fromiter(
-            (crc(view[i : i + PAGE]) for i in range(0, len(view), PAGE)),
-            dtype="<u4",
-            count=-(-len(view) // PAGE),
-        ).tobytes()
+        self._page_sums.extend(crc(view[i : i + PAGE]) for i in range(0, full, PAGE))
+        self._carry = bytes(view[full:])
+
+    def finish(self) -> FileInfo:
+        """Write the page table and trailer, flush (and fsync); the file is complete."""
+        if not self._started:
+            self._start()
+        if self._carry:
+            self._page_sums.append(zlib.crc32(self._carry))
+            self._carry = b""
+        pages = np.array(self._page_sums, dtype="<u4").tobytes()
         self._write(pages)
         pages_sum = checksum(pages)
-        trailer = _PAY_TRAILER.pack(len(blob), PAGE, pages_sum)
+        trailer = _PAY_TRAILER.pack(self._length, PAGE, pages_sum)
         self._write(trailer + _sum_bytes(trailer) + _END_MAGIC)
         self._finish()
-        return FileInfo(os.path.basename(self.path), self._size, len(blob), pages_sum)
+        return FileInfo(os.path.basename(self.path), self._size, self._length, pages_sum)
+
+    def write(self, blob: bytes) -> FileInfo:
+        """The whole file from one blob."""
+        self.append(blob)
+        return self.finish()
 
 
 class PayloadFile:

@@ -2,7 +2,8 @@
 
 A manifest is a plain value: :meth:`Manifest.to_json` gives a JSON-able dict with a format
 version, :meth:`Manifest.to_bytes` its compact UTF-8 JSON (a few hundred bytes plus about 60
-bytes per payload segment), which the job stores in Flink keyed state at every change.
+bytes per payload file; packing keeps those few), which the job stores in Flink keyed state at
+every change.
 Restoring with it (and the pending journal) gives back exactly the DRUM it describes, because
 the files it names never change.
 
@@ -33,7 +34,7 @@ __all__ = [
     "referenced_files",
 ]
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 _FILE_NAME = re.compile(r"^(run|pay|manifest)-[0-9a-f-]+\.(drum|json)(\.tmp)?$")
 
 
@@ -47,11 +48,13 @@ class Counters:
     archived: int = 0
     #: Sequence number of the next operation (operations are numbered from 0).
     next_seq: int = 0
-    #: Next payload segment number (segment 0 means "no payload").
-    next_segment: int = 1
+    #: Length of the payload log: where the next payload file's range starts.
+    payload_end: int = 0
     merges: int = 0
     major_merges: int = 0
     compactions: int = 0
+    #: Payload files packed into larger ones.
+    payload_packs: int = 0
     #: Updates to archived keys, dropped (an archived URL is final; counted, never silent).
     dropped_updates: int = 0
 
@@ -65,7 +68,8 @@ class Manifest:
     main: FileInfo | None = None
     deltas: tuple[FileInfo, ...] = ()
     archives: tuple[FileInfo, ...] = ()
-    #: segment number -> payload file
+    #: where a payload file's range of the payload log starts -> the file (its ``records`` is
+    #: the range's length); the ranges are consecutive and cover the log
     payloads: Mapping[int, FileInfo] = field(default_factory=dict)
     reasons: tuple[str, ...] = ("",)
     counters: Counters = Counters()

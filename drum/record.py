@@ -1,4 +1,4 @@
-"""Keys, the fixed-width value record of a URL, and the merge rule (layout version 1).
+"""Keys, the fixed-width value record of a URL, and the merge rule (layout version 2).
 
 Key
     ``url_key(url)``: the first 8 bytes of BLAKE2b of the normalised URL's UTF-8 bytes, read as
@@ -21,14 +21,15 @@ offset  field                type   meaning and merge rule
 32      score                f4     priority; the sum (unfetched + unfetched sums scores, and
                                     a rediscovered fetched URL accumulates too, like OPIC)
 36      host                 u4     32-bit hash of the host (per-host budgets); non-zero wins
-40      payload_seg          u4     payload segment number (0 = no payload); the oldest wins
-44      payload_off          u4     offset of the URL in that segment's data
+40      payload_pos          u8     where the URL is in the DRUM's payload log (a byte
+                                    position; files hold consecutive ranges of the log); the
+                                    oldest record with a payload wins
 48      http_status          u2     with the status
 50      reason               u2     with the status: index into the manifest's reason table
 52      depth                u2     hops from a seed; min (NO_DEPTH = unknown)
 54      fetch_count          u2     attempts; sum (saturates at 65535)
 56      failure_count        u2     failed attempts; sum (saturates at 65535)
-58      payload_len          u2     URL length in bytes (URLs are at most 2048 bytes)
+58      payload_len          u2     payload length in bytes (0 = no payload)
 60      reserved             u2     0 (kept for a later layout); the oldest record's
 62      status               u1     :class:`DrumStatus`
 63      flags                u1     caller's bits; bitwise or
@@ -61,6 +62,7 @@ __all__ = [
     "LAYOUT_VERSION",
     "NEVER",
     "NO_DEPTH",
+    "PAYLOAD_FIELDS",
     "RECORD",
     "DrumStatus",
     "ReasonTable",
@@ -82,7 +84,8 @@ __all__ = [
 ]
 
 #: Version of :data:`RECORD` and of the merge rule. Files and journals carry it.
-LAYOUT_VERSION = 1
+#: 2: one payload position in the DRUM's payload log instead of (segment, offset).
+LAYOUT_VERSION = 2
 
 #: ``next_fetch_ms`` of a URL never due again.
 NEVER = np.iinfo(np.int64).max
@@ -97,8 +100,7 @@ RECORD = np.dtype(
         ("leased_until_ms", "<i8"),
         ("score", "<f4"),
         ("host", "<u4"),
-        ("payload_seg", "<u4"),
-        ("payload_off", "<u4"),
+        ("payload_pos", "<u8"),
         ("http_status", "<u2"),
         ("reason", "<u2"),
         ("depth", "<u2"),
@@ -154,6 +156,8 @@ class DrumStatus(enum.IntEnum):
 
 
 FAILURE_STATUSES = (DrumStatus.HTTP_ERROR, DrumStatus.FETCH_ERROR)
+#: The fields that say where a record's payload is (set by the DRUM, taken together).
+PAYLOAD_FIELDS = ("payload_pos", "payload_len", "reserved")
 _NOT_ATTEMPTS = (DrumStatus.ROBOTS_DENIED, DrumStatus.REJECTED)
 _CLASS_SHIFT = 52  # status_ms < 2^52 ms (year 144,000)
 
@@ -223,7 +227,7 @@ def neutral(n: int) -> np.ndarray:
 def discoveries(
     n: int,
     *,
-    now_ms: int,
+    now_ms: Any,
     score: Any = 1.0,
     depth: Any = 0,
     host: Any = 0,
@@ -231,7 +235,7 @@ def discoveries(
 ) -> np.ndarray:
     """Records of ``n`` URLs found as links (UNFETCHED, due at ``next_fetch_ms`` or now).
 
-    Arguments other than ``n`` and ``now_ms`` are scalars or arrays of length ``n``.
+    Arguments other than ``n`` are scalars or arrays of length ``n``.
     """
     records = neutral(n)
     records["status"] = DrumStatus.UNFETCHED
@@ -342,11 +346,11 @@ def _fold(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarr
         out[field] = np.minimum(total, 0xFFFF)
     out["flags"] = np.bitwise_or.reduceat(values["flags"], starts)
     # Payload: the oldest record that has one.
-    has = values["payload_seg"] != 0
+    has = values["payload_len"] != 0
     holder = np.minimum.reduceat(np.where(has, index, n), starts)
     found = holder < n
     holders = take(values, np.where(found, holder, 0))
-    for field in ("payload_seg", "payload_off", "payload_len", "reserved"):
+    for field in PAYLOAD_FIELDS:
         out[field] = np.where(found, holders[field], 0)
     return out
 
@@ -389,7 +393,7 @@ def combine_one(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     for field in ("fetch_count", "failure_count"):
         out[field] = min(older[field] + newer[field], 0xFFFF)
     out["flags"] = older["flags"] | newer["flags"]
-    source = older if older["payload_seg"] else newer
-    for field in ("payload_seg", "payload_off", "payload_len", "reserved"):
+    source = older if older["payload_len"] else newer
+    for field in PAYLOAD_FIELDS:
         out[field] = source[field]
     return out

@@ -9,8 +9,12 @@ Structure (all files immutable, listed by the :class:`~drum.manifest.Manifest`):
 * **delta runs**: one per minor merge, the buffer's updates folded to one record per key;
 * **archived sets**: keys moved out of the main run because they will probably never be
   fetched (still "seen"); several are compacted into one when there are too many;
-* **payload segments**: the URLs of the keys each minor merge inserted, written once, never
-  rewritten; records point into them.
+* **the payload log**: the URLs of the keys each minor merge inserted, appended as one payload
+  file per merge; records hold their URL's position in the log. Files hold consecutive ranges
+  of the log; when the newest ``payload_pack_fanout`` files are of one size class they are
+  packed (copied, in order) into one file, size-tiered, so a DRUM has O(fanout x log(size))
+  payload files and each payload byte is copied O(log(size)) times. Records never change
+  when files are packed: positions are positions in the log, not in a file.
 
 A **minor merge** (buffer full, or :meth:`Drum.merge`) sorts the buffer, looks its keys up in
 every run by reading only the key blocks whose range holds one of them (one sequential pass per
@@ -31,6 +35,7 @@ bytes, independent of K.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 import time
@@ -59,6 +64,7 @@ from drum.record import (
     FAILURE_STATUSES,
     LAYOUT_VERSION,
     NEVER,
+    PAYLOAD_FIELDS,
     RECORD,
     DrumStatus,
     ReasonTable,
@@ -83,6 +89,7 @@ __all__ = [
     "JournalChunk",
     "MergeResult",
     "NewKeys",
+    "pack_plan",
 ]
 
 #: Operation kinds (bits): a check answers "seen?", an update merges a value in.
@@ -133,6 +140,10 @@ class DrumConfig:
     major_ratio: float = 1.0
     #: Archived sets are compacted into one when there are more than this many.
     max_archives: int = 8
+    #: Payload files are packed this many at a time, when they are of one size class...
+    payload_pack_fanout: int = 8
+    #: ...size classes being powers of the fanout times this many bytes.
+    payload_pack_base_bytes: int = 64 << 10
     #: New keys are leased this long (the job sends them to the frontier at once; 0: no lease).
     new_url_lease_ms: int = 0
     due: DuePolicy = field(default_factory=DuePolicy)
@@ -147,6 +158,8 @@ class DrumConfig:
             raise ValueError("buffer_ops, block_records and max_deltas must be >= 1")
         if not 0 < self.major_ratio or self.max_archives < 1:
             raise ValueError("major_ratio must be > 0 and max_archives >= 1")
+        if self.payload_pack_fanout < 2 or self.payload_pack_base_bytes < 1:
+            raise ValueError("payload_pack_fanout must be >= 2 and payload_pack_base_bytes >= 1")
 
 
 @dataclass(frozen=True)
@@ -485,7 +498,7 @@ class Drum:
         self._main: RunFile | None = None
         self._deltas: list[RunFile] = []
         self._archives: list[RunFile] = []
-        self._payload_files: dict[int, PayloadFile] = {}
+        self._payload_files: dict[str, PayloadFile] = {}  # open payload files, by name
         self._open_files(verify)
         cap = config.buffer_ops
         self._keys = np.empty(cap, dtype=np.uint64)
@@ -819,6 +832,7 @@ class Drum:
                 > self.config.major_ratio * max(main_records, self.config.buffer_ops)
             ):
                 result = state.major(result)
+            state.pack_payloads()
             c = state.counters
             manifest = Manifest(
                 serial=serial,
@@ -859,33 +873,39 @@ class Drum:
         self._journal_reset = True
         return result
 
-    def _payload_file(self, seg: int, manifest: Manifest) -> PayloadFile:
-        handle = self._payload_files.get(seg)
+    def _payload_file(self, info: FileInfo) -> PayloadFile:
+        handle = self._payload_files.get(info.name)
         if handle is None:
-            info = manifest.payloads.get(seg)
-            if info is None:
-                raise DrumCorruptError(self.directory, f"record refers to unknown segment {seg}")
             handle = PayloadFile(self._path(info.name), info)
             if len(self._payload_files) >= 64:
                 for other in self._payload_files.values():
                     other.close()
                 self._payload_files.clear()
-            self._payload_files[seg] = handle
+            self._payload_files[info.name] = handle
         return handle
 
     def read_payloads(self, values: np.ndarray, manifest: Manifest | None = None) -> list[bytes]:
         """The payloads (URLs) of records, each checked (the 4 KiB pages holding it are read
         and checked against their CRC-32). One pread per record."""
         manifest = manifest or self._manifest
+        starts = sorted(manifest.payloads)
         out = []
-        for seg, off, length in zip(
-            values["payload_seg"].tolist(), values["payload_off"].tolist(),
-            values["payload_len"].tolist(), strict=True,
+        for pos, length in zip(
+            values["payload_pos"].tolist(), values["payload_len"].tolist(), strict=True
         ):
-            if seg == 0:
+            if length == 0:
                 out.append(b"")
-            else:
-                out.append(self._payload_file(seg, manifest).read(off, length))
+                continue
+            at = bisect.bisect_right(starts, pos) - 1
+            if at < 0:
+                raise DrumCorruptError(self.directory, f"payload position {pos} in no file")
+            start = starts[at]
+            info = manifest.payloads[start]
+            if pos + length > start + info.records:
+                raise DrumCorruptError(
+                    self.directory, f"payload {pos}+{length} beyond the file {info.name}"
+                )
+            out.append(self._payload_file(info).read(pos - start, length))
         return out
 
     # ------------------------------------------------------------------ reading
@@ -977,21 +997,21 @@ class Drum:
         c = m.counters
         assert c.keys == len(live) + len(arch), f"keys counter {c.keys} != {len(live)}+{len(arch)}"
         assert c.archived == len(arch), "archived counter mismatch"
-        assert c.next_segment > max(m.payloads, default=0)
-        if records:
-            values = np.concatenate(records)
-            refs = values[values["payload_seg"] != 0]
-            for seg in np.unique(refs["payload_seg"]).tolist():
-                assert seg in m.payloads, f"record refers to segment {seg} not in the manifest"
-                info = m.payloads[seg]
-                mine = refs[refs["payload_seg"] == seg]
-                ends = mine["payload_off"].astype(np.int64) + mine["payload_len"]
-                assert int(ends.max()) <= info.records, f"payload beyond segment {seg}"
-        for seg, info in m.payloads.items():
+        # Payload files: consecutive ranges that cover the log exactly.
+        end = 0
+        for start in sorted(m.payloads):
+            info = m.payloads[start]
+            assert start == end, f"payload log gap or overlap at {start} ({info.name})"
+            end = start + info.records
             handle = PayloadFile(self._path(info.name), info)
             handle.verify()
             handle.close()
-            assert 0 < seg < c.next_segment
+        assert end == c.payload_end, f"payload files end at {end}, log at {c.payload_end}"
+        if records:
+            values = np.concatenate(records)
+            refs = values[values["payload_len"] != 0]
+            ends = refs["payload_pos"].astype(np.int64) + refs["payload_len"]
+            assert len(refs) == 0 or int(ends.max()) <= c.payload_end, "payload beyond the log"
         assert 0 <= self._journal_from <= self._fill <= len(self._keys)
         assert len(self._payloads) == self._fill
         assert self._payload_bytes == sum(map(len, self._payloads))
@@ -1139,7 +1159,7 @@ class _MergeState:
             starts2 = np.flatnonzero(head2)
             delta_keys = akeys[starts2]
             delta_values = combine_indexed(values, order[applied], starts2)
-            for name in ("payload_seg", "payload_off", "payload_len", "reserved"):
+            for name in PAYLOAD_FIELDS:
                 delta_values[name] = 0  # payload references are the DRUM's to set
         else:
             delta_keys, delta_values = _EMPTY_KEYS, np.empty(0, dtype=RECORD)
@@ -1155,26 +1175,23 @@ class _MergeState:
         at = at_by_op[new_pos]
         payloads = drum._payloads
         new_payloads = [payloads[i] for i in new_pos.tolist()]
-        segment = self.counters.next_segment
+        log_end = self.counters.payload_end
         lens = np.fromiter(map(len, new_payloads), dtype=np.int64, count=len(new_payloads))
         total = int(lens.sum())
         if total:
-            if total >= 1 << 32:
-                raise ValueError("payloads of one merge exceed 4 GiB: lower buffer_payload_bytes")
             name = drum._new_name("pay", self.serial, self._files)
             self._files += 1
             path = drum._path(name)
             writer = PayloadWriter(path, drum._opener, self.config.fsync)
             self.written.append(path)
             blob = b"".join(new_payloads)
-            self.payloads[segment] = writer.write(blob)
+            self.payloads[log_end] = writer.write(blob)
             offsets = np.cumsum(lens) - lens
             has = lens > 0
             target = at[has]
-            delta_values["payload_seg"][target] = segment
-            delta_values["payload_off"][target] = offsets[has]
+            delta_values["payload_pos"][target] = log_end + offsets[has]
             delta_values["payload_len"][target] = lens[has]
-            segment += 1
+            log_end += total
         if self.config.new_url_lease_ms and len(at):
             lease = self.now_ms + self.config.new_url_lease_ms
             current = delta_values["leased_until_ms"][at]
@@ -1194,7 +1211,7 @@ class _MergeState:
             c,
             keys=c.keys + len(new_keys),
             next_seq=c.next_seq + n,
-            next_segment=segment,
+            payload_end=log_end,
             merges=merge_no,
             dropped_updates=c.dropped_updates + dropped,
         )
@@ -1305,6 +1322,46 @@ class _MergeState:
             compacted=compacted,
         )
 
+    # -- payload packing
+
+    def pack_payloads(self) -> None:
+        """Pack the newest payload files while :func:`pack_plan` says so. Each pack reads its
+        files in order (pages checked) and writes one file with the same bytes; records are
+        untouched (positions are log positions). O(packed bytes) I/O, memory one chunk."""
+        config = self.config
+        while True:
+            starts = sorted(self.payloads)
+            sizes = [self.payloads[start].records for start in starts]
+            count = pack_plan(sizes, config.payload_pack_fanout, config.payload_pack_base_bytes)
+            if not count:
+                return
+            chosen = starts[-count:]
+            name = self.drum._new_name("pay", self.serial, self._files)
+            self._files += 1
+            path = self.drum._path(name)
+            writer = PayloadWriter(path, self.drum._opener, config.fsync)
+            self.written.append(path)
+            try:
+                for start in chosen:
+                    source = PayloadFile(self.drum._path(self.payloads[start].name),
+                                         self.payloads[start])
+                    try:
+                        for offset in range(0, source.length, _PACK_CHUNK):
+                            size = min(_PACK_CHUNK, source.length - offset)
+                            writer.append(source.read(offset, size))
+                    finally:
+                        source.close()
+                info = writer.finish()
+            except BaseException:
+                writer.abort()
+                raise
+            for start in chosen:
+                del self.payloads[start]
+            self.payloads[chosen[0]] = info
+            packs = self.counters.payload_packs + 1
+            self.counters = replace(self.counters, payload_packs=packs)
+            self._lap("pack_payloads")
+
     def _compact(self, archives: list[RunFile]) -> RunFile:
         """Merge archived sets (disjoint keys) into one. O(their size) I/O."""
         writer = self._run_writer(KIND_ARCHIVE)
@@ -1318,6 +1375,27 @@ class _MergeState:
             order = np.argsort(keys)
             writer.append(keys[order], take(values, order))
         return self._finish_run(writer)
+
+
+#: Bytes copied per read while packing payload files (a multiple of the page size).
+_PACK_CHUNK = 1 << 20
+
+
+def pack_plan(sizes: Sequence[int], fanout: int, base_bytes: int) -> int:
+    """How many of the newest payload files (``sizes``, oldest first) to pack into one: the
+    newest ``fanout`` when they are all of one size class (class 0 below ``fanout x
+    base_bytes``, class k up to ``fanout^(k+1) x base_bytes``), else 0. Like a size-tiered
+    LSM tree: files stay few (under ``fanout`` per class) and a byte is copied once per class.
+    """
+    if len(sizes) < fanout:
+        return 0
+    classes = set()
+    for size in sizes[-fanout:]:
+        level, bound = 0, fanout * base_bytes
+        while size >= bound:
+            level, bound = level + 1, bound * fanout
+        classes.add(level)
+    return fanout if len(classes) == 1 else 0
 
 
 # Keep the error types importable from here too (callers catch them around operations).

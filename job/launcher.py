@@ -25,7 +25,7 @@ import yaml
 
 from crawl.budget import PageBudget
 from crawl.config import Config
-from crawl.layout import OutputLayout
+from crawl.layout import FixedSettingsError, OutputLayout
 from crawl.loop import write_seed_file
 from crawl.progress import CrawlFigures, QuietTracker, is_idle, read_statuses
 from crawl.summary import CrawlSummary, summarise_crawl_logs
@@ -217,11 +217,16 @@ def run_local_crawl(
             f"crawl.idle_seconds: must be 0 or at least {MIN_IDLE_SECONDS} "
             f"(the loop needs a few checkpoints to go round), got {config.crawl.idle_seconds}"
         )
+    fixed = {"crawl.vnodes": config.crawl.vnodes, "crawldb.partitions": config.crawldb.partitions}
     restore_from = None
     if resume:
         restore_from = layout.latest_restore_point()
         if restore_from is None:
             raise CrawlError(f"{layout.root} holds no savepoint or checkpoint to resume from")
+        try:
+            layout.check_fixed_settings(fixed)
+        except FixedSettingsError as error:
+            raise CrawlError(str(error)) from None
         # Figures start again with the new job; the budget ledger carries over.
         shutil.rmtree(layout.status, ignore_errors=True)
     elif layout.holds_crawl():
@@ -232,6 +237,7 @@ def run_local_crawl(
             )
         layout.clear()
     layout.make()
+    layout.record_fixed_settings(fixed)
     accepted, rejected = write_seed_file(layout.loop, seeds, config.crawl.vnodes)
     for seed, reason in rejected:
         print(f"seed rejected ({reason}): {seed}", file=out)

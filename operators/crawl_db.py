@@ -10,7 +10,7 @@ State, keyed by partition (every call writes what changed, so a checkpoint holds
 DRUM of that moment; the DRUM's files are immutable):
 
 1. ``drum_manifest``: ValueState, the manifest (the DRUM's files and counters, JSON bytes);
-2. ``drum_journal``: ListState, the operations not merged yet (checksummed chunks);
+2. ``drum_journal``: ListState, the loop payloads received since the last merge;
 3. ``drum_history``: ValueState, the files recent merges dropped, kept for the retained
    checkpoints until ``crawldb.file_grace_seconds`` have passed.
 """
@@ -47,7 +47,7 @@ class CrawlDbFunction(KeyedProcessFunction):
             ValueStateDescriptor("drum_manifest", Types.PICKLED_BYTE_ARRAY())
         )
         self._journal_state = runtime_context.get_list_state(
-            ListStateDescriptor("drum_journal", Types.PICKLED_BYTE_ARRAY())
+            ListStateDescriptor("drum_journal", Types.STRING())
         )
         self._history_state = runtime_context.get_state(
             ValueStateDescriptor("drum_history", Types.STRING())
@@ -92,7 +92,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         partition = self._partition(key)
         now = ctx.timer_service().current_processing_time()
         answer = partition.apply(found, done, now)
-        self._store(partition)
+        self._store(partition, payload)
         if partition.buffered and key not in self._flush_pending:
             ctx.timer_service().register_processing_time_timer(now + self._flush_ms)
             self._flush_pending.add(key)
@@ -104,7 +104,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._flush_pending.discard(key)
         partition = self._partition(key)
         answer = partition.flush(ctx.timer_service().current_processing_time())
-        self._store(partition)
+        self._store(partition, None)
         yield from self._emit(answer, began)
 
     def _partition(self, key: int) -> CrawlDbPartition:
@@ -118,17 +118,17 @@ class CrawlDbFunction(KeyedProcessFunction):
                 history=self._history_state.value(),
             )
             self._partitions[key] = partition
+            self._status.count("journal.unreadable", partition.unreadable_journal_entries)
         return partition
 
-    def _store(self, partition: CrawlDbPartition) -> None:
+    def _store(self, partition: CrawlDbPartition, payload: str | None) -> None:
         state = partition.take_state()
         if state.manifest is not None:
             self._manifest_state.update(state.manifest)
-        journal = state.journal
-        if journal.reset:
-            self._journal_state.update([journal.data] if journal.operations else [])
-        elif journal.operations:
-            self._journal_state.add(journal.data)
+        if state.merged:
+            self._journal_state.clear()
+        elif payload is not None:
+            self._journal_state.add(payload)
         if state.history is not None:
             self._history_state.update(state.history)
 

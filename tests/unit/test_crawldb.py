@@ -19,6 +19,7 @@ from crawl.crawldb import (
     partition_directory,
     partition_of,
 )
+from crawl.loop import encode_line
 from drum import DrumStatus, record_dict, url_key
 
 T0 = 1_700_000_000_000
@@ -33,17 +34,28 @@ class KeyedState:
 
     def __init__(self) -> None:
         self.manifest: bytes | None = None
-        self.journal: list[bytes] = []
+        self.journal: list[str] = []
         self.history: str | None = None
 
-    def store(self, partition: CrawlDbPartition) -> None:
+    def apply(self, partition: CrawlDbPartition, found_urls: list, done: list, now: int):
+        """What the operator does with one loop record: apply it, then store the state."""
+        answer = partition.apply(found_urls, done, now)
+        self.store(partition, json.loads(encode_line(0, found_urls, done).split("\t", 1)[1]))
+        return answer
+
+    def flush(self, partition: CrawlDbPartition, now: int):
+        answer = partition.flush(now)
+        self.store(partition, None)
+        return answer
+
+    def store(self, partition: CrawlDbPartition, payload: dict | None) -> None:
         state = partition.take_state()
         if state.manifest is not None:
             self.manifest = state.manifest
-        if state.journal.reset:
-            self.journal = [state.journal.data] if state.journal.operations else []
-        elif state.journal.operations:
-            self.journal.append(state.journal.data)
+        if state.merged:
+            self.journal = []
+        elif payload is not None:
+            self.journal.append(json.dumps(payload))
         if state.history is not None:
             self.history = state.history
 
@@ -126,11 +138,12 @@ def test_new_urls_go_to_the_frontier_once_grouped_by_host(directory: str) -> Non
 
 def test_a_full_buffer_merges_inside_apply(directory: str) -> None:
     db = CrawlDbPartition(directory, replace(SECTION, buffer_ops=4))
+    assert db.apply(found("http://a.example/x"), [], T0).requests == []
     answer = db.apply(found(*(f"http://a.example/{i}" for i in range(10))), [], T0)
-    assert answer.counts["merges"] == 2
-    assert len(requested([answer])) == 8
-    assert db.buffered == 2
-    assert requested([db.flush(T0 + 1)]) == ["http://a.example/8", "http://a.example/9"]
+    assert answer.counts["merges"] == 3  # the DRUM's own buffer holds 4 operations too
+    assert len(requested([answer])) == 11
+    assert db.buffered == 0
+    assert db.flush(T0 + 1).requests == []
 
 
 def test_outcomes_newest_wins_attempts_counted(directory: str) -> None:
@@ -143,8 +156,8 @@ def test_outcomes_newest_wins_attempts_counted(directory: str) -> None:
                            (url, "HTTP_ERROR", 503, "http:503", T0 + 200),  # late replay
                            (url, "ROBOTS_DENIED", 0, "robots:disallow", T0 + 50),
                            (url, "BOGUS", 0, "", T0 + 400)], T0 + 500)
-    assert answer.counts["done.bad_status"] == 1
-    db.flush(T0 + 600)
+    assert answer.counts == {}
+    assert db.flush(T0 + 600).counts["done.bad_status"] == 1
     record = record_of(db, url)
     assert record["status"] == DrumStatus.FETCHED
     assert record["http_status"] == 200
@@ -190,26 +203,28 @@ def test_done_urls_are_archived_by_major_merges_and_stay_seen(directory: str) ->
 
 def test_restore_from_keyed_state_loses_nothing_buffered(directory: str) -> None:
     state = KeyedState()
-    db = CrawlDbPartition(directory, replace(SECTION, buffer_ops=4))
-    db.apply(found(*(f"http://a.example/{i}" for i in (1, 2, 3, 6))), [], T0)
-    state.store(db)  # merged: the journal was reset and is empty
-    db.apply(found("http://a.example/4"), [], T0 + 1)
-    state.store(db)
-    db.apply(found("http://a.example/5", "http://a.example/1"), [], T0 + 2)
-    state.store(db)
+    db = CrawlDbPartition(directory, replace(SECTION, buffer_ops=5))
+    state.apply(db, found(*(f"http://a.example/{i}" for i in (1, 2, 3, 6, 7))), [], T0)
+    assert state.journal == []  # merged
+    state.apply(db, found("http://a.example/4"), [], T0 + 1)
+    state.apply(db, found("http://a.example/5", "http://a.example/1"), [], T0 + 2)
     assert db.buffered == 3
     assert len(state.journal) == 2
+    state.apply(db, [], [("http://a.example/2", "FETCHED", 200, "http:200", T0 + 3)], T0 + 3)
     checkpoint = state.snapshot()
     expected = requested([db.flush(T0 + 3)])
     db.close()
 
     # The job fails after the flush; the restore sees the checkpoint's DRUM and buffer.
+    checkpoint.journal.append("{not json")
     restored = checkpoint.open(directory)
-    assert restored.buffered == 3
-    assert restored.known == 4
+    assert restored.unreadable_journal_entries == 1
+    assert restored.buffered == 4
+    assert restored.known == 5
     assert requested([restored.flush(T0 + 4)]) == expected == [
         "http://a.example/4", "http://a.example/5"
     ]
+    assert record_of(restored, "http://a.example/2")["status"] == DrumStatus.FETCHED
     restored.drum._check()
 
 
@@ -219,9 +234,8 @@ def test_files_of_a_retained_checkpoint_outlive_newer_merges(directory: str) -> 
     old_checkpoint = None
     for step in range(12):
         now = T0 + 1000 * step  # grace window: 10 s
-        db.apply(found(*(f"http://a.example/{step}/{i}" for i in range(6))), [], now)
-        db.flush(now + 1)
-        state.store(db)
+        state.apply(db, found(*(f"http://a.example/{step}/{i}" for i in range(6))), [], now)
+        state.flush(db, now + 1)
         if step == 5:
             old_checkpoint = state.snapshot()
     files_now = set(os.listdir(directory))
@@ -260,9 +274,8 @@ def test_a_partition_without_state_clears_its_directory(directory: str) -> None:
 def test_a_missing_file_is_a_clear_error(directory: str) -> None:
     state = KeyedState()
     db = CrawlDbPartition(directory, SECTION)
-    db.apply(found("http://a.example/1"), [], T0)
-    db.flush(T0 + 1)
-    state.store(db)
+    state.apply(db, found("http://a.example/1"), [], T0)
+    state.flush(db, T0 + 1)
     db.close()
     victim = sorted(n for n in os.listdir(directory) if n.startswith("run-"))[0]
     os.remove(os.path.join(directory, victim))

@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ from drum import (
     referenced_files,
     url_keys,
 )
-from drum.store import decode_ops
+from drum.store import decode_ops, pack_plan
 
 SMALL = DrumConfig(buffer_ops=50, block_records=8, max_deltas=3, fsync=False)
 
@@ -347,4 +348,62 @@ def test_manifest_history_keeps_the_window(tmp_path: Path) -> None:
         Drum.restore(directory, kept[step], config=SMALL).close()
     with pytest.raises(DrumMissingFileError):
         Drum.restore(directory, kept[1], config=SMALL)
+    db.close()
+
+
+@pytest.mark.parametrize(
+    ("sizes", "expected"),
+    [
+        ([], 0),
+        ([10] * 3, 0),  # fewer than the fanout
+        ([10] * 4, 4),  # four of class 0 (< 4 x 100 bytes)
+        ([1000, 10, 10, 10], 0),  # classes differ
+        ([5000, 10, 10, 10, 10], 4),  # the newest four only
+        ([400, 1500, 399, 1599], 0),  # class 1 is [400, 1600)
+        ([400, 1500, 450, 1599], 4),
+    ],
+)
+def test_pack_plan_is_size_tiered(sizes: list[int], expected: int) -> None:
+    assert pack_plan(sizes, fanout=4, base_bytes=100) == expected
+
+
+def test_payload_files_stay_few_and_every_url_stays_readable(tmp_path: Path) -> None:
+    """Hundreds of small merges: the payload files are packed, size-tiered, so there are few;
+    every URL reads back, also through a manifest from before the packing (files are kept
+    until garbage collection is told they are unused)."""
+    config = replace(SMALL, max_deltas=1000, major_ratio=1000.0, payload_pack_fanout=4,
+                     payload_pack_base_bytes=64)
+    db = Drum.create(str(tmp_path / "d"), config)
+    early_manifest = None
+    for step in range(300):
+        fill(db, 3 * step, 3)
+        db.merge(now_ms=1_000 + step)
+        if step == 40:
+            early_manifest = db.manifest_bytes()
+    db._check()
+    counters = db.counters
+    assert counters.payload_packs > 50
+    files = len(db.manifest.payloads)
+    assert files <= 4 * 6, files  # under fanout per size class
+    # A major merge hands out URLs read through the packed files.
+    result = db.merge(now_ms=10_000, major=True)
+    expected = {url_keys([u])[0]: u for u in urls(0, 900)}
+    assert {int(k): p for k, p in zip(result.due.keys, result.due.payloads, strict=True)} == {
+        int(k): expected[int(k)] for k in result.due.keys
+    }
+    # Every record's payload, read through the current manifest.
+    seen = 0
+    for keys, values, _ in db.items():
+        for key, payload in zip(keys.tolist(), db.read_payloads(values), strict=True):
+            assert payload == expected[key]
+            seen += 1
+    assert seen == 900
+    # The early manifest still restores: packing removed nothing.
+    early = Drum.restore(db.directory, early_manifest, config=config, verify=True)
+    assert len(early) == 123
+    early.close()
+    # Once nothing refers to them, the packed-away files are deleted and the DRUM is whole.
+    deleted = db.collect_garbage()
+    assert any(name.startswith("pay-") for name in deleted)
+    db._check()
     db.close()

@@ -87,8 +87,7 @@ def _record(draw) -> dict:
                      host=draw(st.sampled_from([0, 7])))
     r["flags"] = draw(st.integers(0, 3))
     if draw(st.booleans()):
-        r["payload_seg"] = draw(st.integers(1, 3))
-        r["payload_off"] = draw(st.integers(0, 99))
+        r["payload_pos"] = draw(st.integers(0, 1 << 40))
         r["payload_len"] = draw(st.integers(1, 99))
     return record_dict(r[0])
 

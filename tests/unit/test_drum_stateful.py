@@ -37,7 +37,7 @@ from drum import (
 
 KEYS = [(k * 0x9E3779B97F4A7C15) % (1 << 64) for k in range(1, 41)]
 HOSTS = [0, 11, 22, 33]
-PAYLOAD_FIELDS = ("payload_seg", "payload_off", "payload_len", "reserved")
+PAYLOAD_FIELDS = ("payload_pos", "payload_len", "reserved")
 
 CONFIG = DrumConfig(
     buffer_ops=7,
@@ -46,6 +46,8 @@ CONFIG = DrumConfig(
     max_deltas=3,
     major_ratio=0.5,
     max_archives=2,
+    payload_pack_fanout=2,
+    payload_pack_base_bytes=40,
     new_url_lease_ms=5,
     due=DuePolicy(max_urls=4, per_host=2, min_score=0.5, lease_ms=20),
     archive=ArchivePolicy(min_score=0.6, max_failures=2, host_max_urls=6),
@@ -236,6 +238,8 @@ class DrumMachine(RuleBasedStateMachine):
         assert result.dropped_updates == dropped
         if result.dropped_updates:
             event("dropped updates to archived keys")
+        if self.drum.counters.payload_packs:
+            event("payload files packed")
         if result.major:
             event("major merge")
             if result.archived:

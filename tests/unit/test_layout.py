@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from crawl.layout import OutputLayout
+import pytest
+
+from crawl.layout import FixedSettingsError, OutputLayout
 
 
 def _point(folder: Path, mtime: float) -> Path:
@@ -30,6 +32,7 @@ def test_newest_savepoint_wins_over_checkpoints(tmp_path: Path) -> None:
 def test_clear_removes_only_what_a_crawl_writes(tmp_path: Path) -> None:
     layout = OutputLayout(tmp_path)
     layout.make()
+    layout.record_fixed_settings({"crawl.vnodes": 8})
     layout.summary.write_text("{}")
     (layout.warc / "x.warc.gz").write_bytes(b"x")
     mine = tmp_path / "notes.txt"
@@ -38,4 +41,18 @@ def test_clear_removes_only_what_a_crawl_writes(tmp_path: Path) -> None:
     layout.clear()
     assert not layout.holds_crawl()
     assert not layout.summary.exists()
+    assert not layout.fixed_settings.exists()
+    assert os.listdir(tmp_path) == ["notes.txt"]
     assert mine.read_text() == "keep me"
+
+
+def test_settings_fixed_for_the_crawls_life_are_checked(tmp_path: Path) -> None:
+    layout = OutputLayout(tmp_path)
+    layout.check_fixed_settings({"crawl.vnodes": 256})  # nothing recorded yet
+    layout.record_fixed_settings({"crawl.vnodes": 256, "crawldb.partitions": 16})
+    layout.check_fixed_settings({"crawl.vnodes": 256, "crawldb.partitions": 16})
+    with pytest.raises(FixedSettingsError, match=r"^crawldb\.partitions: .*started with 16.*got 8"):
+        layout.check_fixed_settings({"crawl.vnodes": 256, "crawldb.partitions": 8})
+    layout.fixed_settings.write_text("{oops", encoding="utf-8")
+    with pytest.raises(FixedSettingsError, match="unreadable"):
+        layout.check_fixed_settings({"crawl.vnodes": 256})
