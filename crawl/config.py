@@ -192,7 +192,7 @@ class CrawlDbSection:
     block_records: int = 4096
     max_deltas: int = 8
     max_archives: int = 4
-    file_grace_seconds: float = 600.0
+    file_grace_seconds: float = 900.0
     fsync: bool = True
 
     def _validate(self) -> None:

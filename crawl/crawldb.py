@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,6 +76,8 @@ __all__ = [
     "decode_payload",
     "drum_config",
     "encode_payload",
+    "minimum_file_grace_seconds",
+    "parse_flink_duration",
     "partition_directory",
     "partition_of",
 ]
@@ -87,6 +89,35 @@ MAX_VIA_BYTES = 4096
 def partition_of(vnode: int, partitions: int) -> int:
     """The crawl DB partition of a vnode."""
     return vnode % partitions
+
+
+_DURATION_UNITS = {
+    "ms": 0.001, "milli": 0.001, "millis": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "m": 60.0,
+    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+}
+
+
+def parse_flink_duration(text: str) -> float:
+    """Seconds in a Flink duration setting ("1s", "10 min", "500ms"; a bare number is ms)."""
+    value = str(text).strip().lower()
+    digits = len(value) - len(value.lstrip("0123456789."))
+    number, unit = value[:digits], value[digits:].strip()
+    if not number or (unit and unit not in _DURATION_UNITS):
+        raise ValueError(f"not a Flink duration: {text!r}")
+    return float(number) * (_DURATION_UNITS[unit] if unit else 0.001)
+
+
+def minimum_file_grace_seconds(flink_settings: Mapping[str, str]) -> float:
+    """How long files a merge replaced must be kept so that every retained checkpoint finds
+    its files: a retained checkpoint's state was taken at most (retained + 1) intervals plus
+    the checkpoint timeout (its longest possible duration) ago."""
+    interval = parse_flink_duration(flink_settings.get("execution.checkpointing.interval", "0"))
+    timeout = parse_flink_duration(flink_settings.get("execution.checkpointing.timeout", "10min"))
+    retained = int(flink_settings.get("execution.checkpointing.num-retained", "1"))
+    return (retained + 1) * interval + timeout
 
 
 def partition_directory(root: str, partition: int) -> str:

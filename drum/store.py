@@ -630,6 +630,7 @@ class Drum:
 
     @property
     def next_seq(self) -> int:
+        """Sequence number of the next operation. O(1), no I/O."""
         return self._manifest.counters.next_seq + self._fill
 
     @property
@@ -639,6 +640,7 @@ class Drum:
 
     @property
     def counters(self) -> Counters:
+        """The manifest's counters (as of the last merge). O(1), no I/O."""
         return self._manifest.counters
 
     def __len__(self) -> int:
@@ -654,6 +656,7 @@ class Drum:
         return code
 
     def reason_name(self, code: int) -> str:
+        """The reason string of a code. O(1), no I/O."""
         return self._reasons.name(code)
 
     def pending(self) -> bytes:
@@ -723,7 +726,8 @@ class Drum:
         return self._add(CHECK_UPDATE, keys, values, payloads, now_ms)
 
     def merge(self, *, now_ms: int, major: bool = False) -> MergeResult:
-        """Merge the buffer now (a minor merge; nothing written if it is empty); with
+        """Merge the buffer now (a minor merge; with an empty buffer no run or payload file is
+        written, only a new manifest); with
         ``major``, then also a major merge (fold, archive, select due URLs). I/O: see the
         module docstring."""
         return self._merge(now_ms, force_major=major)

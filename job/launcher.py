@@ -25,6 +25,7 @@ import yaml
 
 from crawl.budget import PageBudget
 from crawl.config import Config
+from crawl.crawldb import minimum_file_grace_seconds
 from crawl.layout import FixedSettingsError, OutputLayout
 from crawl.loop import write_seed_file
 from crawl.progress import CrawlFigures, QuietTracker, is_idle, read_statuses
@@ -82,6 +83,17 @@ def flink_configuration(
             "pipeline.name": JOB_NAME,
         }
     )
+    try:
+        grace = minimum_file_grace_seconds(settings)
+    except ValueError as error:
+        raise CrawlError(f"{flink_conf}: {error}") from None
+    if config.crawldb.file_grace_seconds < grace:
+        raise CrawlError(
+            f"crawldb.file_grace_seconds: must be at least {grace:g} with the checkpoint "
+            f"settings of {flink_conf} ((retained + 1) x interval + timeout: the crawl DB "
+            f"keeps replaced files that long for the retained checkpoints), got "
+            f"{config.crawldb.file_grace_seconds:g}"
+        )
     return settings
 
 

@@ -1,0 +1,46 @@
+"""The Flink settings of a local run, and the checks made on them before a crawl starts."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from crawl.config import Config, CrawlDbSection
+from crawl.crawldb import minimum_file_grace_seconds, parse_flink_duration
+from crawl.layout import OutputLayout
+from job.launcher import DEFAULT_FLINK_CONF, CrawlError, flink_configuration
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1s", 1.0), ("10min", 600.0), ("500ms", 0.5), ("2 h", 7200.0), ("1d", 86400.0),
+     ("1500", 1.5), ("3 minutes", 180.0), (" 30 S ", 30.0)],
+)
+def test_flink_durations(text: str, seconds: float) -> None:
+    assert parse_flink_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "s", "5 parsecs", "-1s"])
+def test_bad_flink_durations(text: str) -> None:
+    with pytest.raises(ValueError, match="not a Flink duration"):
+        parse_flink_duration(text)
+
+
+def test_file_grace_covers_the_retained_checkpoints() -> None:
+    settings = {
+        "execution.checkpointing.interval": "2s",
+        "execution.checkpointing.timeout": "1min",
+        "execution.checkpointing.num-retained": "3",
+    }
+    assert minimum_file_grace_seconds(settings) == 4 * 2 + 60
+
+
+def test_the_shipped_settings_pass_and_a_short_grace_is_refused(tmp_path: Path) -> None:
+    layout = OutputLayout(tmp_path)
+    settings = flink_configuration(Config(), layout, DEFAULT_FLINK_CONF)
+    assert Config().crawldb.file_grace_seconds >= minimum_file_grace_seconds(settings)
+    short = Config(crawldb=dataclasses.replace(CrawlDbSection(), file_grace_seconds=60.0))
+    with pytest.raises(CrawlError, match=r"^crawldb\.file_grace_seconds: must be at least 604"):
+        flink_configuration(short, layout, DEFAULT_FLINK_CONF)
