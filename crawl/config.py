@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import typing
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from crawl.scope import UrlPolicy
 
 __all__ = [
     "Config",
@@ -27,6 +31,7 @@ __all__ = [
     "FetchSection",
     "PolitenessSection",
     "RobotsSection",
+    "ScopeSection",
     "UserAgentSection",
     "WarcSection",
     "load_config",
@@ -182,6 +187,51 @@ class CrawlSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class ScopeSection:
+    """Which discovered URLs enter the crawl (see crawl/scope.py)."""
+
+    follow: str = "any"
+    domains: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    schemes: tuple[str, ...] = ("http", "https")
+    skip_extensions: tuple[str, ...] = ()
+    max_url_length: int = 2048
+    max_depth: int = 0
+    max_path_segments: int = 32
+    max_segment_repeats: int = 3
+    max_query_params: int = 32
+
+    def _validate(self) -> None:
+        from crawl.scope import FOLLOW_MODES
+
+        _check(self, "scope", "follow", lambda v: v in FOLLOW_MODES,
+               f"one of {', '.join(FOLLOW_MODES)}")
+        if self.follow == "listed" and not self.domains:
+            raise ConfigError("scope.domains: must list at least one domain when follow is listed")
+        for key in ("include", "exclude"):
+            for pattern in getattr(self, key):
+                try:
+                    re.compile(pattern)
+                except re.error as error:
+                    raise ConfigError(
+                        f"scope.{key}: {pattern!r} is not a regular expression: {error}"
+                    ) from None
+        _check(self, "scope", "schemes", lambda v: v and set(v) <= {"http", "https"},
+               "a non-empty list of http and https")
+        _check(self, "scope", "max_url_length", lambda v: 16 <= v <= 2048,
+               "an integer from 16 to 2048")
+        for key in ("max_depth", "max_path_segments", "max_segment_repeats", "max_query_params"):
+            _check(self, "scope", key, lambda v: v >= 0, "an integer >= 0 (0: no limit)")
+
+    def policy(self) -> UrlPolicy:
+        """The :class:`crawl.scope.UrlPolicy` these settings describe."""
+        from crawl.scope import UrlPolicy
+
+        return UrlPolicy(**dataclasses.asdict(self))
+
+
+@dataclasses.dataclass(frozen=True)
 class CrawlDbSection:
     """The crawl DB: one DRUM per partition (see crawl/crawldb.py)."""
 
@@ -219,6 +269,7 @@ class Config:
     robots: RobotsSection = dataclasses.field(default_factory=RobotsSection)
     warc: WarcSection = dataclasses.field(default_factory=WarcSection)
     crawldb: CrawlDbSection = dataclasses.field(default_factory=CrawlDbSection)
+    scope: ScopeSection = dataclasses.field(default_factory=ScopeSection)
 
     def validate(self) -> Config:
         """Check every section; raise :class:`ConfigError` naming the first invalid key."""
@@ -283,6 +334,15 @@ def _coerce(key: str, value: Any, expected: Any) -> Any:
             except ValueError:
                 pass
         raise ConfigError(f"{key}: must be a number, got {value!r}")
+    if expected == tuple[str, ...]:
+        # A YAML list, or on the command line a comma-separated string.
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            value = [item.strip() for item in value.split(",") if item.strip()]
+        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ConfigError(f"{key}: must be a list of strings, got {value!r}")
     if expected is str:
         if value is None:
             return ""

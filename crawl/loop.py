@@ -22,9 +22,12 @@ import os
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawl.urls import UrlError, host_of, normalize, vnode_of
+
+if TYPE_CHECKING:
+    from crawl.scope import UrlPolicy
 
 __all__ = [
     "DoneEvent",
@@ -107,9 +110,10 @@ def group_by_vnode(urls: Iterable[FoundUrl], vnodes: int) -> dict[int, list[Foun
 
 
 def write_seed_file(
-    loop_dir: str | Path, seeds: Iterable[str], vnodes: int
+    loop_dir: str | Path, seeds: Iterable[str], vnodes: int, policy: UrlPolicy | None = None
 ) -> tuple[int, list[tuple[str, str]]]:
-    """Normalise ``seeds`` and drop them into the loop as one file (atomically).
+    """Normalise ``seeds``, check them against ``policy`` and drop them into the loop as one
+    file (atomically).
 
     Returns (number of seeds written, [(seed, reason) for each rejected seed]).
     """
@@ -124,6 +128,10 @@ def write_seed_file(
             url = normalize(text)
         except UrlError as error:
             rejected.append((text, error.reason))
+            continue
+        reason = policy.check(url) if policy is not None else None
+        if reason:
+            rejected.append((text, reason))
             continue
         if url not in seen:
             seen.add(url)

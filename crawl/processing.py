@@ -4,9 +4,10 @@ For every outcome :class:`PageProcessor` writes the WARC request/response pair (
 an HTTP response), one crawl log line, and returns the loop lines to send round: the page's
 outlinks (or its redirect target) grouped by vnode, plus the page's own outcome in the line of
 its own vnode, for the crawl DB. Links this subtask sent lately are dropped first
-(:class:`RecentUrls`). Each line gets a unique id: ``producer_id`` (unique per subtask attempt)
-and a sequence number. robots.txt fetches (hop ``P``, the prerequisite of a host)
-are archived and logged but are not pages: they produce no loop line.
+(:class:`RecentUrls`), then the URL policy (:mod:`crawl.scope`) decides which enter the crawl.
+Each line gets a unique id: ``producer_id`` (unique per subtask attempt) and a sequence number.
+robots.txt fetches (hop ``P``, the prerequisite of a host) are archived and logged but are not
+pages: they produce no loop line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode
 from crawl.model import FetchResult
 from crawl.parse import extract_links
 from crawl.progress import StageStatus
+from crawl.scope import UrlPolicy
 from crawl.status import Status
 from crawl.urls import UrlError, host_of, resolve, vnode_of
 from crawl.warc_writer import WarcFileWriter, sha1_digest
@@ -62,6 +64,7 @@ class PageProcessor:
         status: StageStatus,
         producer_id: str,
         recent_urls: int = 0,
+        policy: UrlPolicy | None = None,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -70,6 +73,7 @@ class PageProcessor:
         self._producer_id = producer_id
         self._lines = 0
         self._recent = RecentUrls(recent_urls)
+        self._policy = policy
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
@@ -92,6 +96,8 @@ class PageProcessor:
         if len(fresh) < len(found):
             status.count("links.recent", len(found) - len(fresh))
             found = fresh
+        if self._policy is not None and found:
+            found = self._admitted(found)
         own_vnode = vnode_of(host_of(result.url), self._vnodes)
         done: DoneEvent = (
             result.url,
@@ -114,6 +120,18 @@ class PageProcessor:
         ]
         status.count("lines.out", len(lines))
         return lines
+
+    def _admitted(self, found: list[FoundUrl]) -> list[FoundUrl]:
+        """The URLs the policy lets into the crawl; the others are counted by reason."""
+        check = self._policy.check
+        admitted = []
+        for item in found:
+            reason = check(*item)
+            if reason is None:
+                admitted.append(item)
+            else:
+                self._status.count(f"links.rejected.{reason}")
+        return admitted
 
     def _next_line_id(self) -> str:
         self._lines += 1

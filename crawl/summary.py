@@ -1,7 +1,8 @@
 """The end-of-crawl summary, computed from the crawl logs (the record of what happened).
 
 Pages are counted by status (robots.txt fetches apart), with bytes, distinct hosts, robots
-denials and the fetch rate over the crawl's fetching window (first to last fetch).
+denials and the fetch rate over the crawl's fetching window (first to last fetch). Links the
+crawl turned away (bad URLs, the URL policy) are counted by reason from the stages' figures.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class CrawlSummary:
     run_pages: int = 0
     bad_log_lines: int = 0
     urls_known: int = 0
+    #: Discovered links turned away, by reason (from the process stage's figures).
+    links_rejected: Counter[str] = dataclasses.field(default_factory=Counter)
     elapsed_seconds: float = 0.0
     stop_reason: str = ""
     savepoint: str = ""
@@ -60,6 +63,7 @@ class CrawlSummary:
         data = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         data["pages_by_status"] = dict(self.pages_by_status)
         data["reasons"] = dict(self.reasons)
+        data["links_rejected"] = dict(self.links_rejected)
         data["pages"] = self.pages
         data["robots_denials"] = self.robots_denials
         data["pages_per_second"] = round(self.pages_per_second, 2)
@@ -82,6 +86,11 @@ class CrawlSummary:
             f"  bytes           {self.bytes}",
             f"  hosts           {self.hosts}",
             f"  URLs known      {self.urls_known}",
+            f"  links rejected  {sum(self.links_rejected.values())}",
+        ]
+        for reason, count in sorted(self.links_rejected.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"    {reason:<30} {count}")
+        lines += [
             f"  WARC files      {len(self.warc_files)} in "
             f"{Path(self.warc_files[0]).parent if self.warc_files else '-'}",
             f"  crawl log       {', '.join(self.crawl_logs) or '-'}",

@@ -250,7 +250,9 @@ def run_local_crawl(
         layout.clear()
     layout.make()
     layout.record_fixed_settings(fixed)
-    accepted, rejected = write_seed_file(layout.loop, seeds, config.crawl.vnodes)
+    accepted, rejected = write_seed_file(
+        layout.loop, seeds, config.crawl.vnodes, config.scope.policy()
+    )
     for seed, reason in rejected:
         print(f"seed rejected ({reason}): {seed}", file=out)
     if not accepted and restore_from is None:
@@ -284,6 +286,7 @@ def run_local_crawl(
     summary.savepoint = savepoint
     summary.elapsed_seconds = finished - started
     summary.urls_known = int(figures.gauge("crawldb.known"))
+    summary.links_rejected.update(figures.with_prefix("process.links.rejected."))
     summary.warc_files = sorted(str(p) for p in layout.warc.glob("*.warc.gz"))
     summary.crawl_logs = sorted(str(p) for p in layout.logs.glob("crawl-*.log"))
     layout.summary.write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")

@@ -74,6 +74,7 @@ class ProcessFunction(FlatMapFunction):
             self._status,
             producer_id=f"{subtask.index}.{uuid.uuid4().hex[:12]}",
             recent_urls=config.crawl.recent_urls,
+            policy=config.scope.policy(),
         )
 
 

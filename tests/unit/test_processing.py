@@ -12,6 +12,7 @@ from crawl.loop import decode_line, parse_payload
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor, RecentUrls
 from crawl.progress import StageStatus
+from crawl.scope import UrlPolicy
 from crawl.status import Status
 from crawl.urls import vnode_of
 from crawl.warc_writer import WarcFileWriter, verify_warc_file
@@ -155,6 +156,29 @@ def test_links_sent_lately_are_not_sent_again(tmp_path: Path) -> None:
     own = vnode_of("a.test", VNODES)
     assert second[own][1][0][1] == "FETCHED"  # the page's own outcome still goes round
     assert status.counters["links.recent"] == 3
+    warc.close()
+    log.close()
+    status.close()
+
+
+def test_the_url_policy_turns_links_away_and_counts_why(tmp_path: Path) -> None:
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    policy = UrlPolicy(follow="host", exclude=("/map$",))
+    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.t", policy=policy)
+    by_vnode = _lines_by_vnode(page_processor.process(_html_result()))
+    found = [url for group, _ in by_vnode.values() for url, _, _ in group]
+    assert found == ["http://a.test/dir/other"]
+    assert status.counters["links.rejected.scope:external-host"] == 1
+    assert status.counters["links.rejected.scope:excluded"] == 1
+    # A redirect target passes the same policy.
+    result = FetchResult(url=PAGE, status=Status.REDIRECT, reason="http:301", http_status=301,
+                         response_headers=[("Location", "http://b.test/")], started_ms=1,
+                         hops="L", via="http://a.test/")
+    (moved, _done), = _lines_by_vnode(page_processor.process(result)).values()
+    assert moved == []
+    assert status.counters["links.rejected.scope:external-domain"] == 1
     warc.close()
     log.close()
     status.close()
