@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from crawl.scope import UrlPolicy
 
 __all__ = [
+    "AdmissionSection",
     "Config",
     "ConfigError",
     "CrawlDbSection",
@@ -232,6 +233,21 @@ class ScopeSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class AdmissionSection:
+    """Budgets that need state, kept by the crawl DB (see crawl/admission.py)."""
+
+    max_urls_per_shape: int = 10_000
+    domain_base_urls: int = 0
+    domain_urls_per_linking_domain: int = 100
+    max_linking_domains: int = 1000
+
+    def _validate(self) -> None:
+        for key in ("max_urls_per_shape", "domain_base_urls", "domain_urls_per_linking_domain"):
+            _check(self, "admission", key, lambda v: v >= 0, "an integer >= 0 (0: off)")
+        _check(self, "admission", "max_linking_domains", lambda v: v >= 1, "an integer >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
 class CrawlDbSection:
     """The crawl DB: one DRUM per partition (see crawl/crawldb.py)."""
 
@@ -270,6 +286,7 @@ class Config:
     warc: WarcSection = dataclasses.field(default_factory=WarcSection)
     crawldb: CrawlDbSection = dataclasses.field(default_factory=CrawlDbSection)
     scope: ScopeSection = dataclasses.field(default_factory=ScopeSection)
+    admission: AdmissionSection = dataclasses.field(default_factory=AdmissionSection)
 
     def validate(self) -> Config:
         """Check every section; raise :class:`ConfigError` naming the first invalid key."""

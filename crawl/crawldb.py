@@ -48,8 +48,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from crawl.admission import Admission
 from crawl.config import CrawlDbSection
 from crawl.loop import LoopRecordError, parse_payload
+from crawl.status import Status
 from crawl.urls import host_of
 from drum import (
     CHECK_UPDATE,
@@ -175,9 +177,13 @@ class PartitionState:
     manifest: bytes | None
     #: The new history of dropped files, None when unchanged.
     history: str | None
-    #: Whether a merge took every pending record: the journal starts again, empty. Otherwise
-    #: the record of this call (if any) is pending and goes to the end of the journal.
+    #: Whether a merge in this call took every pending record (this call's too): the journal
+    #: starts again, empty. Otherwise the record of this call is pending and goes to the end
+    #: of the journal.
     merged: bool
+    #: Loop payloads the partition made itself (the REJECTED outcomes of URLs turned away by
+    #: admission, applied at the next merge): they go to the end of the journal.
+    journal_extra: tuple[str, ...] = ()
 
 
 class CrawlDbPartition:
@@ -200,8 +206,12 @@ class CrawlDbPartition:
         manifest: bytes | None = None,
         journal: Iterable[str] = (),
         history: str | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self.directory = directory
+        self._admission = admission if admission is not None and admission.enabled else None
+        self._journal_extra: list[str] = []
+        self._merged = False
         self._buffer_ops = section.buffer_ops
         config = drum_config(section)
         window_ms = int(section.file_grace_seconds * 1000)
@@ -262,6 +272,8 @@ class CrawlDbPartition:
     ) -> Answer:
         """Take the found URLs and done events of one loop record; when the pending
         operations reach ``buffer_ops``, merge them all and deliver the answers."""
+        if self._admission is not None and found:
+            self._admission.saw_links(found)
         self._append(found, done, now_ms)
         if len(self._order) >= self._buffer_ops:
             return self.flush(now_ms)
@@ -276,6 +288,7 @@ class CrawlDbPartition:
         if self._drum.buffered:  # (a full DRUM buffer may have merged already)
             results.append(self._drum.merge(now_ms=now_ms))
         self._found, self._found_at, self._done, self._order = [], [], [], []
+        self._merged = True
         self._deliver(results, now_ms, answer)
         return answer
 
@@ -289,7 +302,10 @@ class CrawlDbPartition:
         if self._history_changed:
             history = json.dumps(self._history.to_json(), separators=(",", ":"))
             self._history_changed = False
-        return PartitionState(manifest, history, merged=not self._order)
+        extra = tuple(self._journal_extra)
+        self._journal_extra.clear()
+        merged, self._merged = self._merged, False
+        return PartitionState(manifest, history, merged=merged, journal_extra=extra)
 
     def close(self) -> None:
         self._drum.close()
@@ -382,6 +398,7 @@ class CrawlDbPartition:
 
     def _deliver(self, results: list[MergeResult], now_ms: int, answer: Answer) -> None:
         batches: dict[str, list[list[str]]] = {}
+        turned_away: list[tuple[str, str, int, str, int]] = []
         for result in results:
             answer.count("merges")
             answer.count("merges.major", int(result.major))
@@ -395,11 +412,23 @@ class CrawlDbPartition:
                     answer.count("done.unknown_url")  # an outcome for a URL never found
                     continue
                 url, hops, via = decode_payload(payload)
-                batches.setdefault(host_of(url), []).append([url, hops, via])
                 answer.count("urls.new")
+                if self._admission is not None:
+                    reason = self._admission.admit(url, hops)
+                    if reason is not None:
+                        turned_away.append((url, Status.REJECTED.value, 0, reason, now_ms))
+                        answer.count(f"urls.rejected.{reason}")
+                        continue
+                batches.setdefault(host_of(url), []).append([url, hops, via])
         answer.requests = [
             (host, json.dumps(items, separators=(",", ":"))) for host, items in batches.items()
         ]
+        if turned_away:
+            # Recorded as REJECTED by the next merge; journalled so a restore does it too.
+            self._append((), turned_away, now_ms)
+            self._journal_extra.append(
+                json.dumps({"done": turned_away}, separators=(",", ":"), ensure_ascii=False)
+            )
         # Garbage: the files the merges dropped stay while a retained checkpoint may need them.
         manifest = self._drum.manifest_bytes()
         self._history.replaced(self._manifest, manifest, now_ms)

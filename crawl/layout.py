@@ -80,12 +80,12 @@ class OutputLayout:
     def fixed_settings(self) -> Path:
         return self.root / "crawl.json"
 
-    def record_fixed_settings(self, settings: Mapping[str, int]) -> None:
+    def record_fixed_settings(self, settings: Mapping[str, object]) -> None:
         """Write the settings that must not change while the crawl lives (vnode and crawl DB
         partition counts: they decide where every URL's state is)."""
         self.fixed_settings.write_text(json.dumps(dict(settings), indent=2), encoding="utf-8")
 
-    def check_fixed_settings(self, settings: Mapping[str, int]) -> None:
+    def check_fixed_settings(self, settings: Mapping[str, object]) -> None:
         """Raise :class:`FixedSettingsError` naming the first setting that differs from the
         recorded one (nothing recorded: nothing to check)."""
         try:
@@ -95,9 +95,9 @@ class OutputLayout:
         except (OSError, ValueError) as error:
             raise FixedSettingsError(f"{self.fixed_settings}: unreadable: {error}") from None
         for key, value in settings.items():
-            if key in recorded and recorded[key] != value:
+            if recorded.get(key) != value:
                 raise FixedSettingsError(
-                    f"{key}: this crawl was started with {recorded[key]} and it cannot change "
+                    f"{key}: this crawl was started with {recorded.get(key)} and it cannot change "
                     f"during the crawl's life (it says where every URL's state is), got {value}"
                 )
 

@@ -8,9 +8,11 @@ One loop line carries everything one page produced for one virtual node::
 ``i`` makes every line unique (its producer's id and sequence number), which the loop janitor
 relies on (:mod:`crawl.loop_janitor`).
 
-The vnode prefix lets the decode stage key the line without parsing its JSON, and grouping
-by vnode moves a page's outlinks as a few records instead of one per URL (most links stay on
-the page's own host, hence its own vnode). The page's own outcome travels in the line of its
+A URL's vnode is a hash of its host's registered domain (:func:`url_vnode`), so every host of a
+domain shares a vnode, hence a crawl DB partition, where per-domain budgets are kept. The vnode
+prefix lets the decode stage key the line without parsing its JSON, and grouping by vnode moves
+a page's outlinks as a few records instead of one per URL (most links stay on the page's own
+domain, hence its own vnode). The page's own outcome travels in the line of its
 own vnode. Seeds enter the crawl the same way: a seed file in the loop directory, written
 atomically (hidden name first, then renamed), holds lines of this format.
 """
@@ -24,6 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crawl.scope import registered_domain
 from crawl.urls import UrlError, host_of, normalize, vnode_of
 
 if TYPE_CHECKING:
@@ -37,6 +40,8 @@ __all__ = [
     "encode_line",
     "group_by_vnode",
     "parse_payload",
+    "url_vnode",
+    "VNODE_KEY",
     "write_seed_file",
 ]
 
@@ -101,11 +106,20 @@ def _items(values: Any, arity: int) -> list[list[Any]]:
     return values
 
 
+#: What a URL's vnode is a hash of (recorded with a crawl: it can never change during its life).
+VNODE_KEY = "registered domain"
+
+
+def url_vnode(url: str, vnodes: int) -> int:
+    """The vnode of a normalised URL: a hash of its host's registered domain."""
+    return vnode_of(registered_domain(host_of(url)), vnodes)
+
+
 def group_by_vnode(urls: Iterable[FoundUrl], vnodes: int) -> dict[int, list[FoundUrl]]:
-    """Group normalised URLs by the vnode of their host, keeping order within a group."""
+    """Group normalised URLs by their vnode, keeping order within a group."""
     groups: dict[int, list[FoundUrl]] = {}
     for item in urls:
-        groups.setdefault(vnode_of(host_of(item[0]), vnodes), []).append(item)
+        groups.setdefault(url_vnode(item[0], vnodes), []).append(item)
     return groups
 
 

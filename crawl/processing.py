@@ -13,13 +13,13 @@ pages: they produce no loop line.
 from __future__ import annotations
 
 from crawl.crawl_log import CrawlLogWriter
-from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode
+from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode, url_vnode
 from crawl.model import FetchResult
 from crawl.parse import extract_links
 from crawl.progress import StageStatus
 from crawl.scope import UrlPolicy
 from crawl.status import Status
-from crawl.urls import UrlError, host_of, resolve, vnode_of
+from crawl.urls import UrlError, resolve
 from crawl.warc_writer import WarcFileWriter, sha1_digest
 
 __all__ = ["PREREQUISITE_HOP", "PageProcessor", "RecentUrls"]
@@ -98,7 +98,7 @@ class PageProcessor:
             found = fresh
         if self._policy is not None and found:
             found = self._admitted(found)
-        own_vnode = vnode_of(host_of(result.url), self._vnodes)
+        own_vnode = url_vnode(result.url, self._vnodes)
         done: DoneEvent = (
             result.url,
             result.status.value,

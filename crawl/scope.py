@@ -46,8 +46,14 @@ _PSL = PublicSuffixList()
 
 @functools.lru_cache(maxsize=65536)
 def registered_domain(host: str) -> str:
-    """The registered domain (public suffix + one label) of a host; an IP address or a name
-    that is itself a public suffix is its own registered domain."""
+    """The registered domain (public suffix + one label) of a host (a port is ignored); an IP
+    address or a name that is itself a public suffix is its own registered domain."""
+    if host.startswith("["):
+        host = host[: host.find("]") + 1] or host
+    else:
+        name, colon, port = host.rpartition(":")
+        if colon and port.isdigit():
+            host = name
     bare = host.strip("[]")
     try:
         ipaddress.ip_address(bare)

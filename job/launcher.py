@@ -27,7 +27,7 @@ from crawl.budget import PageBudget
 from crawl.config import Config
 from crawl.crawldb import minimum_file_grace_seconds
 from crawl.layout import FixedSettingsError, OutputLayout
-from crawl.loop import write_seed_file
+from crawl.loop import VNODE_KEY, write_seed_file
 from crawl.progress import CrawlFigures, QuietTracker, is_idle, read_statuses
 from crawl.summary import CrawlSummary, summarise_crawl_logs
 from crawl.warc_writer import recover_open_files
@@ -229,7 +229,11 @@ def run_local_crawl(
             f"crawl.idle_seconds: must be 0 or at least {MIN_IDLE_SECONDS} "
             f"(the loop needs a few checkpoints to go round), got {config.crawl.idle_seconds}"
         )
-    fixed = {"crawl.vnodes": config.crawl.vnodes, "crawldb.partitions": config.crawldb.partitions}
+    fixed = {
+        "crawl.vnodes": config.crawl.vnodes,
+        "crawldb.partitions": config.crawldb.partitions,
+        "vnode key": VNODE_KEY,
+    }
     restore_from = None
     if resume:
         restore_from = layout.latest_restore_point()

@@ -72,7 +72,7 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     fetch_requests = (
         records.key_by(lambda record: partition_of(record[0], partitions), key_type=Types.INT())
         .process(
-            CrawlDbFunction(output, config.crawldb),
+            CrawlDbFunction(output, config.crawldb, config.admission),
             output_type=Types.TUPLE([Types.STRING(), Types.STRING()]),
         )
         .name("crawl-db")

@@ -12,18 +12,25 @@ DRUM of that moment; the DRUM's files are immutable):
 1. ``drum_manifest``: ValueState, the manifest (the DRUM's files and counters, JSON bytes);
 2. ``drum_journal``: ListState, the loop payloads received since the last merge;
 3. ``drum_history``: ValueState, the files recent merges dropped, kept for the retained
-   checkpoints until ``crawldb.file_grace_seconds`` have passed.
+   checkpoints until ``crawldb.file_grace_seconds`` have passed;
+4. ``admission``: MapState, the counters of the admission budgets (:mod:`crawl.admission`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from pyflink.common import Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
-from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
+from pyflink.datastream.state import (
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ValueStateDescriptor,
+)
 
-from crawl.config import CrawlDbSection
+from crawl.admission import Admission, CachedStore
+from crawl.config import AdmissionSection, CrawlDbSection
 from crawl.crawldb import Answer, CrawlDbPartition, partition_directory
 from crawl.layout import OutputLayout
 from crawl.loop import LoopRecordError, parse_payload
@@ -37,9 +44,12 @@ __all__ = ["CrawlDbFunction"]
 class CrawlDbFunction(KeyedProcessFunction):
     """URL-seen test and crawl DB keyed by partition (see the module docstring)."""
 
-    def __init__(self, output_dir: str, section: CrawlDbSection) -> None:
+    def __init__(
+        self, output_dir: str, section: CrawlDbSection, admission: AdmissionSection
+    ) -> None:
         self._output_dir = output_dir
         self._section = section
+        self._admission_section = admission
 
     def open(self, runtime_context: RuntimeContext) -> None:
         subtask = subtask_of(runtime_context)
@@ -51,6 +61,9 @@ class CrawlDbFunction(KeyedProcessFunction):
         )
         self._history_state = runtime_context.get_state(
             ValueStateDescriptor("drum_history", Types.STRING())
+        )
+        self._admission_state = runtime_context.get_map_state(
+            MapStateDescriptor("admission", Types.STRING(), Types.LONG())
         )
         layout = OutputLayout(self._output_dir)
         self._root = str(layout.crawldb)
@@ -103,8 +116,12 @@ class CrawlDbFunction(KeyedProcessFunction):
         key = ctx.get_current_key()
         self._flush_pending.discard(key)
         partition = self._partition(key)
-        answer = partition.flush(ctx.timer_service().current_processing_time())
+        now = ctx.timer_service().current_processing_time()
+        answer = partition.flush(now)
         self._store(partition, None)
+        if partition.buffered:  # URLs turned away, recorded by the next merge
+            ctx.timer_service().register_processing_time_timer(now + self._flush_ms)
+            self._flush_pending.add(key)
         yield from self._emit(answer, began)
 
     def _partition(self, key: int) -> CrawlDbPartition:
@@ -116,6 +133,10 @@ class CrawlDbFunction(KeyedProcessFunction):
                 manifest=self._manifest_state.value(),
                 journal=list(self._journal_state.get() or []),
                 history=self._history_state.value(),
+                admission=Admission(
+                    CachedStore(_MapStateCounters(self._admission_state)),
+                    **dataclasses.asdict(self._admission_section),
+                ),
             )
             self._partitions[key] = partition
             self._status.count("journal.unreadable", partition.unreadable_journal_entries)
@@ -129,6 +150,8 @@ class CrawlDbFunction(KeyedProcessFunction):
             self._journal_state.clear()
         elif payload is not None:
             self._journal_state.add(payload)
+        for extra in state.journal_extra:
+            self._journal_state.add(extra)
         if state.history is not None:
             self._history_state.update(state.history)
 
@@ -137,3 +160,16 @@ class CrawlDbFunction(KeyedProcessFunction):
             self._status.count(name, amount)
         self._status.busy_seconds += time.thread_time() - began
         return answer.requests
+
+
+class _MapStateCounters:
+    """Admission counters in the MapState of the current key (the partition being handled)."""
+
+    def __init__(self, state) -> None:
+        self._state = state
+
+    def get(self, key: str) -> int | None:
+        return self._state.get(key)
+
+    def put(self, key: str, value: int) -> None:
+        self._state.put(key, value)

@@ -15,9 +15,10 @@ from crawl.loop import (
     encode_line,
     group_by_vnode,
     parse_payload,
+    url_vnode,
     write_seed_file,
 )
-from crawl.urls import host_of, vnode_of
+from crawl.urls import vnode_of
 
 FOUND: list[FoundUrl] = [
     ("http://a.example/x", "L", "http://a.example/"),
@@ -126,7 +127,8 @@ def test_parse_payload_of_empty_object() -> None:
 
 def test_group_by_vnode() -> None:
     urls: list[FoundUrl] = [
-        (f"http://h{n % 7}.synth.test/p/{n}", "L", "http://h0.synth.test/") for n in range(40)
+        (f"http://h{n % 3}.d{n % 7}.example/p/{n}", "L", "http://h0.synth.test/")
+        for n in range(40)
     ]
 
     groups = group_by_vnode(urls, 16)
@@ -134,17 +136,17 @@ def test_group_by_vnode() -> None:
     assert sorted(item for group in groups.values() for item in group) == sorted(urls)
     for vnode, group in groups.items():
         assert 0 <= vnode < 16
-        assert all(vnode_of(host_of(url), 16) == vnode for url, _, _ in group)
+        assert all(url_vnode(url, 16) == vnode for url, _, _ in group)
         # Order within a group is the order of discovery.
         assert group == [item for item in urls if item in group]
 
 
-def test_group_by_vnode_keys_by_host_with_port() -> None:
+def test_group_by_vnode_ignores_the_port() -> None:
     urls: list[FoundUrl] = [("http://example.com/", "", ""), ("http://example.com:8080/", "", "")]
 
     groups = group_by_vnode(urls, 32768)
 
-    assert set(groups) == {vnode_of("example.com", 32768), vnode_of("example.com:8080", 32768)}
+    assert groups == {vnode_of("example.com", 32768): urls}
 
 
 def test_group_by_vnode_of_nothing() -> None:
@@ -204,7 +206,7 @@ def test_write_seed_file(tmp_path: Path) -> None:
         "http://h5.synth.test/caf%C3%A9",
     ]
     for vnode, found in lines:
-        assert all(vnode_of(host_of(url), 8) == vnode for url, _, _ in found)
+        assert all(url_vnode(url, 8) == vnode for url, _, _ in found)
 
 
 def test_write_seed_file_leaves_no_hidden_file(tmp_path: Path) -> None:
@@ -235,3 +237,11 @@ def test_write_seed_file_of_many_seeds_groups_them(tmp_path: Path) -> None:
     lines = _read_loop_dir(tmp_path)
     assert len(lines) <= 16
     assert sorted(url for _, found in lines for url, _, _ in found) == sorted(seeds)
+
+
+def test_every_host_of_a_registered_domain_shares_a_vnode() -> None:
+    hosts = ["example.co.uk", "www.example.co.uk", "a.b.example.co.uk"]
+    assert {url_vnode(f"http://{host}/x", 256) for host in hosts} == {
+        vnode_of("example.co.uk", 256)
+    }
+    assert url_vnode("http://127.0.0.1:8080/", 256) == vnode_of("127.0.0.1", 256)
