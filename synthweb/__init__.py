@@ -12,21 +12,27 @@ Typical use::
         ...  # crawl `seeds` with server.proxy_url as the HTTP proxy of every request
         records = server.request_log()
     assert audit_log(records, server.web.expected_crawl(seeds, "pyflink-crawler")) == []
+
+The URL-policy profile (spellings, traps, a link farm, popular pages; off by default) is
+described in :mod:`synthweb.policy`; ``WebConfig().with_url_policy_profile()`` turns it on.
 """
 
-from synthweb.audit import audit_log
+from synthweb.audit import PolicyAudit, audit_log, audit_policy
 from synthweb.graph import Link, Page, PageKind, Response, SyntheticWeb, WebConfig
+from synthweb.policy import is_farm, is_trap, trap_area
 from synthweb.requestlog import RequestRecord, read_request_log
 from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind, Rule
 from synthweb.server import SyntheticWebServer, SyntheticWebService
-from synthweb.truth import ExpectedCrawl
-from synthweb.urls import canonical_url
+from synthweb.truth import ExpectedCrawl, PolicyTruth
+from synthweb.urls import canonical_url, page_identity
 
 __all__ = [
     "ExpectedCrawl",
     "Link",
     "Page",
     "PageKind",
+    "PolicyAudit",
+    "PolicyTruth",
     "RequestRecord",
     "Response",
     "RobotsFile",
@@ -38,6 +44,11 @@ __all__ = [
     "SyntheticWebService",
     "WebConfig",
     "audit_log",
+    "audit_policy",
     "canonical_url",
+    "is_farm",
+    "is_trap",
+    "page_identity",
     "read_request_log",
+    "trap_area",
 ]

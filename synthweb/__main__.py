@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hosts", type=int)
     parser.add_argument("--pages-per-host", type=int)
     parser.add_argument("--outlinks-per-page", type=int)
+    parser.add_argument(
+        "--url-policy",
+        action="store_true",
+        help="turn on the URL-policy profile (spellings, traps, link farm, popular pages)",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -38,6 +43,8 @@ def main(argv: list[str] | None = None) -> None:
             if getattr(args, name) is not None
         }
         config = dataclasses.replace(config, **overrides)
+        if args.url_policy:
+            config = config.with_url_policy_profile()
     except ValueError as error:
         parser.error(str(error))
     run(

@@ -3,17 +3,26 @@
 :func:`audit_log` judges a crawl only by what the server saw, never by the crawler's account of
 itself. It returns one readable line per violation, so a test can ``assert audit_log(...) == []``
 and see every problem at once.
+
+With the URL-policy profile (``expected.policy`` set) :func:`audit_log` judges each request by
+the page identity of its URL (:func:`synthweb.urls.page_identity`), so requests for one page in
+two spellings count as one page requested twice; trap and farm URLs are neither required nor
+refused (nor status-checked), and robots.txt of the trap and farm hosts may be asked.
+:func:`audit_policy` makes the policy's own checks: spellings per page, trap and farm requests.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from synthweb import policy as url_policy
 from synthweb.requestlog import RequestRecord
 from synthweb.truth import ExpectedCrawl
+from synthweb.urls import page_identity, split_url
 
-__all__ = ["audit_log"]
+__all__ = ["PolicyAudit", "audit_log", "audit_policy"]
 
 
 def audit_log(
@@ -35,20 +44,34 @@ def audit_log(
     is requested; nothing is requested twice; each answer has the expected status. With
     ``complete``, every expected URL and robots.txt must have been requested. With
     ``check_user_agent``, every User-Agent must contain the expected product token.
+
+    With the profile (``expected.policy``), URLs are page identities, and trap and farm URLs are
+    only checked for repeats (see the module docstring).
     """
     problems: list[str] = []
     by_host: dict[str, list[RequestRecord]] = defaultdict(list)
     counts: Counter[str] = Counter()
+    spellings: dict[str, dict[str, None]] = defaultdict(dict)
+    truth = expected.policy
     token = expected.agent_token.lower()
     for record in records:
         by_host[record.host].append(record)
         url = record.url
+        if truth is not None:
+            url = truth.identity(url)
+            spellings[url][record.url] = None
         counts[url] += 1
         if check_user_agent and token not in record.ua.lower():
             problems.append(f"{url}: User-Agent {record.ua!r} lacks the token {token!r}")
         if record.path == "/robots.txt":
-            if record.host not in expected.robots:
+            if record.host not in expected.robots and (
+                truth is None or record.host not in truth.robots
+            ):
                 problems.append(f"{url}: robots.txt of a host the crawl never needed")
+            continue
+        if truth is not None and truth.bounded(url):
+            if not (truth.trap_entries if truth.is_trap(url) else truth.farm_entries):
+                problems.append(f"{url}: requested but not reachable in the ground truth")
             continue
         if url in expected.never:
             problems.append(f"{url}: requested but disallowed (robots.txt or 5xx robots.txt)")
@@ -61,7 +84,9 @@ def audit_log(
 
     for url, count in sorted(counts.items()):
         if count > 1 and not url.endswith("/robots.txt"):
-            problems.append(f"{url}: requested {count} times")
+            spelled = list(spellings.get(url, ()))
+            as_written = f" (as {', '.join(spelled)})" if len(spelled) > 1 else ""
+            problems.append(f"{url}: requested {count} times{as_written}")
     if complete:
         problems += [f"{url}: never requested" for url in sorted(expected.fetch) if not counts[url]]
         problems += [
@@ -106,3 +131,111 @@ def _audit_host(
                 f"less than the {wanted:.3f}s delay of {host}"
             )
     return problems
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyAudit:
+    """What a request log says about a crawler's URL policy (see :func:`audit_policy`).
+
+    Requests for robots.txt are left out of everything here. The server logs the host in lower
+    case without ``:80``, so spellings that differ only there show as repeats, not as spellings.
+    """
+
+    #: page identity -> the distinct URLs requested for it, in the order first requested.
+    spellings: Mapping[str, tuple[str, ...]]
+    #: page identity -> how many requests it got (in any spelling).
+    requests: Mapping[str, int]
+    #: trap area (``calendar``, ``search``, ``loop``, ``other``) -> requests in it.
+    trap_requests: Mapping[str, int]
+    #: farm host -> requests to it.
+    farm_requests: Mapping[str, int]
+    #: All requests but robots.txt.
+    page_requests: int
+
+    @property
+    def trap_total(self) -> int:
+        """Requests to trap URLs."""
+        return sum(self.trap_requests.values())
+
+    @property
+    def farm_total(self) -> int:
+        """Requests to farm URLs."""
+        return sum(self.farm_requests.values())
+
+    def respelled(self) -> dict[str, tuple[str, ...]]:
+        """Pages requested in more than one spelling: identity -> the spellings."""
+        return {url: spelled for url, spelled in self.spellings.items() if len(spelled) > 1}
+
+    def repeated(self) -> dict[str, int]:
+        """Pages requested more than once (in one spelling or several): identity -> count."""
+        return {url: count for url, count in self.requests.items() if count > 1}
+
+    def noncanonical(self) -> list[str]:
+        """URLs requested as written rather than in the form of their identity, in order."""
+        return [
+            spelled
+            for url, spelled_all in self.spellings.items()
+            for spelled in spelled_all
+            if spelled != url
+        ]
+
+    def problems(
+        self,
+        *,
+        max_trap_requests: int | None = None,
+        max_farm_requests: int | None = None,
+        allow_noncanonical: bool = False,
+    ) -> list[str]:
+        """One line per breach of the policy: a page requested in several spellings, a URL not
+        requested in its canonical form (unless ``allow_noncanonical``), more trap or farm
+        requests than the given bounds. Empty if none."""
+        problems = [
+            f"{url}: requested in {len(spelled)} spellings: {', '.join(spelled)}"
+            for url, spelled in sorted(self.respelled().items())
+        ]
+        if not allow_noncanonical:
+            problems += [
+                f"{url}: requested in a non-canonical spelling" for url in self.noncanonical()
+            ]
+        if max_trap_requests is not None and self.trap_total > max_trap_requests:
+            problems.append(
+                f"{self.trap_total} trap requests, more than {max_trap_requests} "
+                f"({dict(sorted(self.trap_requests.items()))})"
+            )
+        if max_farm_requests is not None and self.farm_total > max_farm_requests:
+            problems.append(
+                f"{self.farm_total} farm requests of {self.page_requests}, more than "
+                f"{max_farm_requests}"
+            )
+        return problems
+
+
+def audit_policy(records: Iterable[RequestRecord]) -> PolicyAudit:
+    """Sort the logged requests (robots.txt apart) by page identity, trap area and farm host.
+
+    Needs no ground truth: spellings, traps and the farm are told from the URL alone.
+    """
+    spellings: dict[str, dict[str, None]] = defaultdict(dict)
+    requests: Counter[str] = Counter()
+    traps: Counter[str] = Counter()
+    farm: Counter[str] = Counter()
+    total = 0
+    for record in records:
+        if record.path == "/robots.txt":
+            continue
+        total += 1
+        identity = page_identity(record.url) or record.url
+        spellings[identity][record.url] = None
+        requests[identity] += 1
+        area = url_policy.trap_area(identity)
+        if area is not None:
+            traps[area] += 1
+        elif url_policy.is_farm(identity):
+            farm[split_url(identity)[0]] += 1
+    return PolicyAudit(
+        spellings={url: tuple(spelled) for url, spelled in spellings.items()},
+        requests=dict(requests),
+        trap_requests=dict(traps),
+        farm_requests=dict(farm),
+        page_requests=total,
+    )

@@ -16,6 +16,10 @@ Layout of a host ``h{i}.synth.test`` with pages numbered 0..n-1:
 Host ``h0`` is the showcase (unless ``WebConfig.showcase`` is off): normal robots.txt and, at fixed
 numbers, one page of every kind, a redirect chain, a redirect loop and every form of link, all
 linked from its home page, so the single seed ``http://h0.synth.test/`` reaches every feature.
+
+The URL-policy profile (off by default; :mod:`synthweb.policy`) adds spellings of URLs, a trap
+host, a link farm and popular pages; with it on, the showcase home page also links every
+spelling of ``/p/1`` and the entry points of the traps and the farm.
 """
 
 from __future__ import annotations
@@ -29,9 +33,17 @@ import posixpath
 import random
 from collections.abc import Iterable
 
-from synthweb.robots import GARBAGE_VARIANTS, RobotsFile, RobotsKind, build_robots
+from synthweb import policy
+from synthweb.robots import GARBAGE_VARIANTS, RobotsFile, RobotsGroup, RobotsKind, build_robots
 from synthweb.truth import DEFAULT_AGENT_TOKEN, ExpectedCrawl, expected_crawl
-from synthweb.urls import canonical_url, host_index, host_name, nohost_name, split_url
+from synthweb.urls import (
+    canonical_url,
+    host_index,
+    host_name,
+    nohost_name,
+    page_identity,
+    split_url,
+)
 
 __all__ = ["Link", "Page", "PageKind", "Response", "SyntheticWeb", "WebConfig"]
 
@@ -92,6 +104,23 @@ class WebConfig:
     #: Share of links to hosts that do not exist (the proxy answers 502).
     nohost_link_share: float = 0.01
 
+    # -- the URL-policy profile (synthweb.policy); every field's default turns its part off --
+
+    #: Share of links to pages of the web written in another spelling of the same URL; above 0
+    #: also adds /caf%C3%A9/{n} and /catalog?item={n}&lang=en to every host and makes the server
+    #: answer every spelling of a URL with its page.
+    url_variant_share: float = 0.0
+    #: Serve the trap host traps.synth.test (calendar, parameter combinations, growing paths).
+    traps: bool = False
+    #: Hosts of the link farm s{i}.farm-spam.test; 0: no farm.
+    farm_hosts: int = 0
+    #: Pages of each farm host (its home page included).
+    farm_pages_per_host: int = 200
+    #: Links of each farm page (to its own host and to the other farm hosts).
+    farm_links_per_page: int = 20
+    #: Pages linked from many other hosts (a skewed, graded in-degree); 0: none.
+    popular_pages: int = 0
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
@@ -126,6 +155,35 @@ class WebConfig:
                 raise ValueError(f"WebConfig {name} shares add up to {total:.2f} > 1")
         if self.dead_link_share + self.junk_link_share + self.nohost_link_share > 1.0:
             raise ValueError("WebConfig link shares add up to more than 1")
+        for name, least in (
+            ("farm_hosts", 0),
+            ("farm_pages_per_host", 2),
+            ("farm_links_per_page", 1),
+            ("popular_pages", 0),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < least:
+                raise ValueError(f"WebConfig.{name} must be an integer >= {least}, got {value!r}")
+
+    @property
+    def url_policy_on(self) -> bool:
+        """Whether any part of the URL-policy profile is on (see :mod:`synthweb.policy`)."""
+        return bool(
+            self.url_variant_share > 0 or self.traps or self.farm_hosts or self.popular_pages
+        )
+
+    def with_url_policy_profile(self, **changes: object) -> WebConfig:
+        """This configuration with the whole URL-policy profile on; ``changes`` override it."""
+        profile: dict[str, object] = {
+            "url_variant_share": 0.25,
+            "traps": True,
+            "farm_hosts": 20,
+            "farm_pages_per_host": 200,
+            "farm_links_per_page": 20,
+            "popular_pages": 8,
+        }
+        profile.update(changes)
+        return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
 
     def to_json(self) -> str:
         """This configuration as a JSON object (what ``python -m synthweb --config-json`` reads)."""
@@ -200,7 +258,9 @@ class Link:
     """One ``<a href>`` of a page: the reference as written and the canonical URL it resolves to.
 
     ``url`` is None when the reference is not a crawlable ``http://`` URL. ``href=""`` and
-    ``href="#top"`` resolve to the page itself.
+    ``href="#top"`` resolve to the page itself. With the URL-policy profile, ``url`` is the
+    page identity of the reference (:func:`synthweb.urls.page_identity`), which is the canonical
+    URL for every spelling but the profile's own.
     """
 
     href: str
@@ -247,6 +307,9 @@ class _HostPlan:
     paths: tuple[str, ...]
     kinds: tuple[PageKind, ...]
     numbers: dict[str, int]
+    #: Pages 0..drawable-1 are the host's own; the profile's pages follow them, and links and
+    #: redirects are drawn among the first ones only, so the profile leaves them as they were.
+    drawable: int
 
 
 # The showcase host's fixed pages: (number, kind, path); see _SHOWCASE_REDIRECTS for redirects.
@@ -308,17 +371,37 @@ class SyntheticWeb:
         self._plans: dict[int, _HostPlan] = {}
         self._pages: dict[tuple[int, int], Page] = {}
         self._responses: dict[tuple[str, str, bool], Response] = {}
+        self._farm_pages: dict[tuple[int, int], Page] = {}
+        self._policy_robots: dict[str, RobotsFile] = {}
+        # Filled on first use (profile only): links added to pages, popular pages, in-links.
+        self._extras: dict[tuple[int, int], tuple[tuple[str, str], ...]] | None = None
+        self._popular: tuple[str, ...] = ()
+        self._in_links: dict[str, int] | None = None
 
     # -- hosts and robots.txt ---------------------------------------------------------------
 
     def host_names(self) -> list[str]:
-        """The names of all hosts, ``h0.synth.test`` first."""
+        """The names of the normal hosts, ``h0.synth.test`` first (see
+        :meth:`policy_host_names` for the trap host and the farm)."""
         return [host_name(i) for i in range(self.config.hosts)]
 
+    def policy_host_names(self) -> list[str]:
+        """The hosts of the URL-policy profile: the trap host, then the farm hosts, if on."""
+        names = [policy.TRAP_HOST] if self.config.traps else []
+        return names + [policy.farm_host_name(i) for i in range(self.config.farm_hosts)]
+
     def is_host(self, host: str) -> bool:
-        """Whether ``host`` (lower-case, no port) is a host of this web."""
+        """Whether ``host`` (lower-case, no port) is a host of this web (profile hosts too)."""
         index = host_index(host)
-        return index is not None and index < self.config.hosts
+        if index is not None:
+            return index < self.config.hosts
+        return self._is_policy_host(host)
+
+    def _is_policy_host(self, host: str) -> bool:
+        if host == policy.TRAP_HOST:
+            return self.config.traps
+        index = policy.farm_host_index(host)
+        return index is not None and index < self.config.farm_hosts
 
     def hosts_with_robots(self, kind: RobotsKind) -> list[str]:
         """The hosts whose robots.txt is of ``kind``, in index order."""
@@ -331,6 +414,20 @@ class SyntheticWeb:
             return RobotsFile(
                 host, RobotsKind.UNAVAILABLE, "unknown-host", 502, "text/plain", body, ()
             )
+        if host_index(host) is None:
+            robots = self._policy_robots.get(host)
+            if robots is None:
+                body = f"# robots.txt for {host}\nUser-agent: *\nDisallow:\n".encode()
+                robots = self._policy_robots[host] = RobotsFile(
+                    host,
+                    RobotsKind.NORMAL,
+                    "allow-all",
+                    200,
+                    "text/plain; charset=utf-8",
+                    body,
+                    (RobotsGroup(("*",), ()),),
+                )
+            return robots
         return self._plan(host).robots
 
     # -- pages ------------------------------------------------------------------------------
@@ -340,12 +437,20 @@ class SyntheticWeb:
         host, path = split_url(url)
         if not self.is_host(host):
             return None
+        if host_index(host) is None:
+            return self._policy_page(host, path)
         plan = self._plan(host)
         number = plan.numbers.get(path)
         return None if number is None else self._page(plan.index, number)
 
     def pages(self, host: str) -> list[Page]:
-        """All pages of ``host``, home page first."""
+        """All pages of ``host``, home page first (a farm host's too; the trap host has no end,
+        so it raises ValueError)."""
+        if host == policy.TRAP_HOST:
+            raise ValueError(f"{host} has infinitely many pages")
+        farm = policy.farm_host_index(host)
+        if farm is not None and farm < self.config.farm_hosts:
+            return [self._farm_page(farm, n) for n in range(self.config.farm_pages_per_host)]
         plan = self._plan(host)
         return [self._page(plan.index, n) for n in range(len(plan.paths))]
 
@@ -363,6 +468,66 @@ class SyntheticWeb:
         """Home pages of the first ``count`` hosts (all hosts if None): a reasonable seed list."""
         hosts = self.config.hosts if count is None else min(count, self.config.hosts)
         return [f"http://{host_name(i)}/" for i in range(hosts)]
+
+    # -- the URL-policy profile -------------------------------------------------------------
+
+    def page_identity(self, url: str) -> str | None:
+        """The canonical identity of ``url`` in any spelling (:func:`synthweb.urls.page_identity`),
+        e.g. of the URL of a request log record; None if it is no ``http://`` URL."""
+        return page_identity(url)
+
+    def is_trap(self, url: str) -> bool:
+        """Whether ``url`` (any spelling) is in the trap areas (:func:`synthweb.policy.is_trap`)."""
+        return policy.is_trap(url)
+
+    def is_farm(self, url: str) -> bool:
+        """Whether ``url`` (any spelling) is in the link farm (:func:`synthweb.policy.is_farm`)."""
+        return policy.is_farm(url)
+
+    def trap_entry_points(self) -> frozenset[str]:
+        """The trap URLs the normal web links to (empty with ``traps`` off)."""
+        if not self.config.traps:
+            return frozenset()
+        return frozenset(f"http://{policy.TRAP_HOST}{p}" for p in policy.TRAP_ENTRY_PATHS)
+
+    def farm_entry_points(self) -> frozenset[str]:
+        """The farm URLs the normal web links to (empty with no farm)."""
+        return frozenset(
+            url
+            for links in self._policy_extras().values()
+            for _, url in links
+            if policy.is_farm(url)
+        )
+
+    def popular_pages(self) -> list[str]:
+        """The pages ``popular_pages`` makes popular, most linked first."""
+        self._policy_extras()
+        return list(self._popular)
+
+    def in_links(self, url: str) -> int:
+        """How many hosts other than its own have a page linking to ``url`` (any spelling).
+
+        Counted over every HTML page of the normal hosts, reachable or not; farm and trap pages
+        are not counted. :attr:`synthweb.truth.PolicyTruth.in_links` counts only the pages a
+        crawl fetches. The first call builds every page of the web.
+        """
+        if self._in_links is None:
+            sources: dict[str, set[str]] = {}
+            for host in self.host_names():
+                for page in self.pages(host):
+                    for link in page.links:
+                        if link.url and split_url(link.url)[0] != host:
+                            sources.setdefault(link.url, set()).add(host)
+            self._in_links = {target: len(hosts) for target, hosts in sources.items()}
+        identity = page_identity(url)
+        return self._in_links.get(identity, 0) if identity else 0
+
+    def spellings(self, url: str) -> list[str]:
+        """``url`` (canonical, on a host of this web) in every spelling of
+        :data:`synthweb.policy.VARIANT_FORMS`, absolute, in that order (the forms that do not
+        apply to it fall back to others, so some may repeat)."""
+        rng = random.Random(f"synthweb:{self.config.seed}:spellings:{url}")
+        return [policy.variant_href(f, url, rng, same_host=False) for f in policy.VARIANT_FORMS]
 
     def expected_crawl(
         self, seeds: Iterable[str], agent_token: str = DEFAULT_AGENT_TOKEN
@@ -443,8 +608,12 @@ class SyntheticWeb:
                 )
             kinds.append(page_kind)
             paths.append(path)
+        if config.url_variant_share > 0:
+            # Pages whose spellings need a real escape and real query parameters.
+            paths += [f"/caf%C3%A9/{count}", f"/catalog?item={count + 1}&lang=en"]
+            kinds += [PageKind.HTML, PageKind.HTML]
         numbers = {path: number for number, path in enumerate(paths)}
-        return _HostPlan(index, name, robots, tuple(paths), tuple(kinds), numbers)
+        return _HostPlan(index, name, robots, tuple(paths), tuple(kinds), numbers, count)
 
     def _draw_kind(self, rng: random.Random, *, allow_slow: bool) -> PageKind:
         roll = rng.random()
@@ -516,6 +685,8 @@ class SyntheticWeb:
         if kind is PageKind.SLOW_HTML:
             delay = round(rng.uniform(*self.config.slow_delay_range), 3)
         links = self._draw_links(rng, plan, number, url)
+        if self.config.url_policy_on:
+            links = self._policy_links(plan, number, url, links)
         gzipped = rng.random() < self.config.gzip_share
         return Page(url, kind, 200, content_type, links=links, delay=delay, gzip=gzipped)
 
@@ -527,9 +698,9 @@ class SyntheticWeb:
         status = rng.choice((301, 302, 307, 308))
         if self.config.hosts > 1 and rng.random() < 0.35:
             target = self._plan(self._other_host(rng, plan.index))
-            path = target.paths[rng.randrange(len(target.paths))]
+            path = target.paths[rng.randrange(target.drawable)]
             return status, f"http://{target.name}{path}"
-        path = plan.paths[rng.choice([n for n in range(len(plan.paths)) if n != number])]
+        path = plan.paths[rng.choice([n for n in range(plan.drawable) if n != number])]
         return status, path if rng.random() < 0.5 else f"http://{plan.name}{path}"
 
     def _other_host(self, rng: random.Random, index: int) -> int:
@@ -561,13 +732,13 @@ class SyntheticWeb:
                 drawn.append((target, target))
             elif config.hosts > 1 and rng.random() < config.cross_host_link_share:
                 other = self._plan(self._other_host(rng, plan.index))
-                path = other.paths[rng.randrange(len(other.paths))]
+                path = other.paths[rng.randrange(other.drawable)]
                 form = rng.choice(_CROSS_HOST_FORMS)
                 drawn.append(
                     (_write_href(form, source, other.name, path), f"http://{other.name}{path}")
                 )
             else:
-                path = plan.paths[rng.randrange(len(plan.paths))]
+                path = plan.paths[rng.randrange(plan.drawable)]
                 form = rng.choice(_SAME_HOST_FORMS)
                 drawn.append(
                     (_write_href(form, source, plan.name, path), f"http://{plan.name}{path}")
@@ -585,7 +756,7 @@ class SyntheticWeb:
         if not self._showcasing(plan.index):
             return [
                 (_write_href(rng.choice(_SAME_HOST_FORMS), "/", own, path), f"http://{own}{path}")
-                for path in plan.paths[1:9]
+                for path in plan.paths[1 : min(9, plan.drawable)]
             ]
         drawn = [
             (_write_href(_ALL_FORMS[n % len(_ALL_FORMS)], "/", own, path), f"http://{own}{path}")
@@ -604,10 +775,169 @@ class SyntheticWeb:
             ]
         return drawn
 
+    # -- building the URL-policy profile ----------------------------------------------------
+
+    def _policy_links(
+        self, plan: _HostPlan, number: int, url: str, links: tuple[Link, ...]
+    ) -> tuple[Link, ...]:
+        """The links of a page with the profile: some respelled, the profile's own added.
+
+        Draws from its own generator, so the rest of the page is as without the profile.
+        """
+        config = self.config
+        rng = random.Random(f"synthweb:{config.seed}:policy:{plan.index}:{number}")
+        out = list(links)
+        showcase_home = self._showcasing(plan.index) and number == 0
+        if config.url_variant_share > 0:
+            if not showcase_home:  # the showcase's catalogue of forms stays as it is
+                for i, link in enumerate(out):
+                    target = link.url
+                    if target is None or host_index(split_url(target)[0]) is None:
+                        continue  # junk and hosts off the web keep their spelling
+                    if rng.random() < config.url_variant_share:
+                        form = rng.choice(policy.VARIANT_FORMS)
+                        same = split_url(target)[0] == plan.name
+                        href = policy.variant_href(form, target, rng, same_host=same)
+                        out[i] = Link(href, target)
+            if number == 0:
+                for path in plan.paths[plan.drawable :]:
+                    target = f"http://{plan.name}{path}"
+                    out.append(Link(path, target))
+                    for form in rng.sample(policy.VARIANT_FORMS, 2):
+                        href = policy.variant_href(form, target, rng, same_host=True)
+                        out.append(Link(href, target))
+            if showcase_home:
+                for target in (f"http://{plan.name}/p/1", f"http://{plan.name}/"):
+                    for form in policy.VARIANT_FORMS:
+                        href = policy.variant_href(form, target, rng, same_host=True)
+                        out.append(Link(href, target))
+                for path in plan.paths[plan.drawable :]:
+                    target = f"http://{plan.name}{path}"
+                    for form in ("percent-lower", "session-query", "session-path", "combined"):
+                        href = policy.variant_href(form, target, rng, same_host=True)
+                        out.append(Link(href, target))
+        extras = self._policy_extras().get((plan.index, number), ())
+        out += [Link(href, target) for href, target in extras]
+        return tuple(out)
+
+    def _policy_extras(self) -> dict[tuple[int, int], tuple[tuple[str, str], ...]]:
+        """(host index, page number) -> links the profile adds to that page: the entry points
+        of the traps and the farm, and the links to popular pages."""
+        if self._extras is not None:
+            return self._extras
+        config = self.config
+        extras: dict[tuple[int, int], list[tuple[str, str]]] = {}
+        # Hosts whose "*" rules allow their home page (normal and 4xx robots.txt), shuffled;
+        # the showcase first.
+        eligible = [
+            i
+            for i, kind in enumerate(self._robots_kinds)
+            if kind in (RobotsKind.NORMAL, RobotsKind.MISSING) and not self._showcasing(i)
+        ]
+        random.Random(f"synthweb:{config.seed}:policy-entries").shuffle(eligible)
+        sources = ([0] if config.showcase else []) + eligible or [0]
+        rng = random.Random(f"synthweb:{config.seed}:policy-extras")
+        if config.traps:
+            extras.setdefault((sources[0], 0), []).extend(
+                (f"http://{policy.TRAP_HOST}{path}",) * 2 for path in policy.TRAP_ENTRY_PATHS
+            )
+        if config.farm_hosts:
+            home = f"http://{policy.farm_host_name(0)}/"
+            extras.setdefault((sources[0], 0), []).append((home, home))
+            if config.farm_hosts > 1 and len(sources) > 1:
+                pages = self._open_html_pages(sources[1]) or [0]
+                second = f"http://{policy.farm_host_name(1)}/"
+                extras.setdefault((sources[1], rng.choice(pages)), []).append((second, second))
+        popular: list[str] = []
+        if config.popular_pages:
+            candidates = [
+                (i, n)
+                for i in sources
+                for n in self._open_html_pages(i)
+                if self._plan(i).paths[n].startswith("/p/")
+            ]
+            rng.shuffle(candidates)
+            count = min(config.popular_pages, len(candidates))
+            for j, (target_host, target_number) in enumerate(candidates[:count]):
+                target_plan = self._plan(target_host)
+                target = f"http://{target_plan.name}{target_plan.paths[target_number]}"
+                popular.append(target)
+                linkers = [
+                    i
+                    for i in range(config.hosts)
+                    if i != target_host and not self._plan(i).robots.disallows_all
+                ]
+                rng.shuffle(linkers)
+                share = (count - j) / count
+                for linker in linkers[: max(1, round(share * len(linkers)))]:
+                    pages = self._open_html_pages(linker)
+                    if pages:
+                        extras.setdefault((linker, rng.choice(pages)), []).append((target, target))
+        self._popular = tuple(popular)
+        self._extras = {key: tuple(links) for key, links in extras.items()}
+        return self._extras
+
+    def _open_html_pages(self, index: int) -> list[int]:
+        """Numbers of the host's own HTML pages that its robots.txt lets any crawler fetch."""
+        plan = self._plan(index)
+        return [
+            n
+            for n in range(plan.drawable)
+            if plan.kinds[n] in HTML_KINDS
+            and plan.robots.allowed(plan.paths[n], "*")
+            and plan.robots.allowed(plan.paths[n], "somebot")
+        ]
+
+    def _policy_page(self, host: str, path: str) -> Page | None:
+        url = f"http://{host}{path}"
+        if host == policy.TRAP_HOST:
+            links = policy.trap_links(path)
+            if links is None:
+                return None
+            return Page(
+                url,
+                PageKind.HTML,
+                200,
+                "text/html; charset=utf-8",
+                links=tuple(Link(href, target) for href, target in links),
+            )
+        index = policy.farm_host_index(host)
+        assert index is not None
+        number = policy.farm_number(path, self.config.farm_pages_per_host)
+        return None if number is None else self._farm_page(index, number)
+
+    def _farm_page(self, index: int, number: int) -> Page:
+        page = self._farm_pages.get((index, number))
+        if page is None:
+            config = self.config
+            rng = random.Random(f"synthweb:{config.seed}:farm:{index}:{number}")
+            links = policy.farm_links(
+                rng,
+                index,
+                number,
+                config.farm_hosts,
+                config.farm_pages_per_host,
+                config.farm_links_per_page,
+            )
+            url = f"http://{policy.farm_host_name(index)}{policy.farm_path(number)}"
+            page = self._farm_pages[(index, number)] = Page(
+                url,
+                PageKind.HTML,
+                200,
+                "text/html; charset=utf-8",
+                links=tuple(Link(href, target) for href, target in links),
+            )
+        return page
+
     def _build_response(self, host: str, path: str, accept_gzip: bool) -> Response:
         if not self.is_host(host):
             body = f"502 Bad Gateway: cannot resolve {host}\n".encode()
             return Response(502, (("Content-Type", "text/plain; charset=utf-8"),), body)
+        if self.config.url_variant_share > 0:
+            # Every spelling of a URL gets the page of its identity.
+            identity = page_identity(f"http://{host}{path}")
+            if identity is not None:
+                path = split_url(identity)[1]
         if path == "/robots.txt":
             robots = self.robots_rules(host)
             return Response(robots.status, (("Content-Type", robots.content_type),), robots.body)
@@ -633,6 +963,10 @@ class SyntheticWeb:
     def _render(self, page: Page) -> bytes:
         host, path = split_url(page.url)
         index = host_index(host)
+        if index is None:
+            title = html.escape(f"{host}{path}")
+            meta = '<meta charset="utf-8">'
+            return _render_html(title, _UTF8_TEXT, page.links, meta=meta).encode()
         number = self._plan(host).numbers[path]
         rng = random.Random(f"synthweb:{self.config.seed}:body:{index}:{number}")
         if page.kind is PageKind.TEXT:

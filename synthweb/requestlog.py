@@ -34,7 +34,8 @@ class RequestRecord:
 
     @property
     def url(self) -> str:
-        """The canonical URL requested (the log keeps host and path in canonical form)."""
+        """The URL requested: host in canonical form, path and query as the client wrote them
+        (its page identity is :func:`synthweb.urls.page_identity` of this)."""
         return f"http://{self.host}{self.path}"
 
     @property

@@ -3,9 +3,11 @@
 The crawler is configured with this server as its HTTP proxy, so requests arrive in absolute form
 (``GET http://h3.synth.test/p/3 HTTP/1.1``); origin-form requests with a ``Host:`` header work as
 well. A host that is not part of the web gets ``502 Bad Gateway``, as from a proxy whose DNS
-lookup failed. Requests whose host is the server's own address (an IP literal or ``localhost``)
-reach its control pages instead: ``/`` (an info page listing the seeds), ``/__synthweb/health``
-and ``/__synthweb/flush`` (writes the request log out before answering).
+lookup failed; with the URL-policy profile on (:mod:`synthweb.policy`) the trap host and the farm
+hosts are part of the web, and every spelling of a URL gets its page. Requests whose host is the
+server's own address (an IP literal or ``localhost``) reach its control pages instead: ``/`` (an
+info page listing the seeds), ``/__synthweb/health`` and ``/__synthweb/flush`` (writes the
+request log out before answering).
 
 Standard library only: an ``asyncio.Protocol`` with a minimal parser, keep-alive and pipelining
 (responses in request order, a slow page holding back the ones behind it), ``Content-Length`` on

@@ -5,6 +5,13 @@ The crawler modelled here starts from the seeds, follows every ``<a href>`` of e
 obeys robots.txt under RFC 9309 for its product token, fetching a host's robots.txt before
 anything else on it. It never fetches a URL twice. The result is computed from the model's link
 lists (:attr:`synthweb.graph.Page.links`), not by parsing what the server sends.
+
+With the URL-policy profile on (:mod:`synthweb.policy`) the modelled crawler also has a URL
+policy: it normalises every link to its page identity (:func:`synthweb.urls.page_identity`:
+dot segments, percent-encoding, session ids), so it fetches each page in one spelling; and it
+does not follow links into the trap areas or the link farm. ``fetch`` stays "what a correct
+crawler must fetch exactly once" and holds neither; :class:`PolicyTruth` (``policy``) names the
+trap and farm URLs the crawl reaches, which a crawler may fetch up to a bound of its own.
 """
 
 from __future__ import annotations
@@ -14,12 +21,13 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from synthweb.urls import canonical_url, split_url
+from synthweb import policy as url_policy
+from synthweb.urls import canonical_url, page_identity, split_url
 
 if TYPE_CHECKING:
     from synthweb.graph import SyntheticWeb
 
-__all__ = ["ExpectedCrawl", "expected_crawl"]
+__all__ = ["ExpectedCrawl", "PolicyTruth", "expected_crawl"]
 
 DEFAULT_AGENT_TOKEN = "pyflink-crawler"
 
@@ -47,6 +55,8 @@ class ExpectedCrawl:
     redirects: Mapping[str, str]
     #: URL -> seconds the server waits before answering it.
     slow: Mapping[str, float]
+    #: The URL-policy profile's part of the truth; None when the profile is off.
+    policy: PolicyTruth | None = None
 
     def robots_url(self, host: str) -> str:
         """The robots.txt URL of ``host``."""
@@ -60,6 +70,52 @@ class ExpectedCrawl:
     def urls_of(self, host: str) -> dict[str, int]:
         """The URLs of ``host`` to fetch, with their status."""
         return {url: status for url, status in self.fetch.items() if split_url(url)[0] == host}
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyTruth:
+    """The ground truth of the URL-policy profile (see the module docstring). URLs are page
+    identities; the mappings are plain dicts, treat them as read-only.
+
+    Trap and farm URLs are "may fetch, up to a bound": none is in ``fetch`` or ``never``, and
+    :func:`synthweb.audit.audit_log` does not require or refuse them (it still flags a URL
+    requested twice); :func:`synthweb.audit.audit_policy` counts them.
+    """
+
+    #: Whether links come in several spellings (``WebConfig.url_variant_share`` > 0).
+    variants: bool
+    #: Trap URLs linked from the pages in ``fetch`` (or seeds): where a crawl enters the traps.
+    trap_entries: frozenset[str]
+    #: Farm URLs linked from the pages in ``fetch`` (or seeds): where a crawl enters the farm.
+    farm_entries: frozenset[str]
+    #: host -> robots.txt status, for the trap and farm hosts the crawl can reach: the crawler
+    #: may ask them (it must, before any request to the host), and need not.
+    robots: Mapping[str, int]
+    #: URL in ``fetch`` -> how many hosts other than its own have a page in ``fetch`` that
+    #: links to it (the popularity a crawler can observe; ``SyntheticWeb.in_links`` counts
+    #: every page of the web).
+    in_links: Mapping[str, int]
+    #: The pages ``WebConfig.popular_pages`` made popular, most linked first.
+    popular: tuple[str, ...] = ()
+
+    @staticmethod
+    def identity(url: str) -> str:
+        """The page identity of ``url`` (any spelling), or ``url`` itself if it has none."""
+        return page_identity(url) or url
+
+    @staticmethod
+    def is_trap(url: str) -> bool:
+        """Whether ``url`` is a trap URL (:func:`synthweb.policy.is_trap`)."""
+        return url_policy.is_trap(url)
+
+    @staticmethod
+    def is_farm(url: str) -> bool:
+        """Whether ``url`` is a farm URL (:func:`synthweb.policy.is_farm`)."""
+        return url_policy.is_farm(url)
+
+    def bounded(self, url: str) -> bool:
+        """Whether ``url`` is "may fetch, up to a bound": a trap or farm URL."""
+        return url_policy.is_trap(url) or url_policy.is_farm(url)
 
 
 def expected_crawl(
@@ -77,6 +133,13 @@ def expected_crawl(
     delays: dict[str, float] = {}
     redirects: dict[str, str] = {}
     slow: dict[str, float] = {}
+    profile = web.config.url_policy_on
+    if profile:
+        seed_urls = tuple(dict.fromkeys(page_identity(u) or u for u in seed_urls))
+    trap_entries: set[str] = set()
+    farm_entries: set[str] = set()
+    # target URL -> hosts of fetched pages linking to it (profile only)
+    linking_hosts: dict[str, set[str]] = {}
     seen = set(seed_urls)
     queue = deque(seed_urls)
 
@@ -87,6 +150,12 @@ def expected_crawl(
 
     while queue:
         url = queue.popleft()
+        if profile and url_policy.is_trap(url):
+            trap_entries.add(url)
+            continue
+        if profile and url_policy.is_farm(url):
+            farm_entries.add(url)
+            continue
         host, path = split_url(url)
         rules = web.robots_rules(host)
         if host not in robots:
@@ -111,6 +180,25 @@ def expected_crawl(
         elif page.status == 200 and page.content_type.lower().startswith("text/html"):
             for link in page.links:
                 discover(link.url)
+                if profile and link.url and split_url(link.url)[0] != host:
+                    linking_hosts.setdefault(link.url, set()).add(host)
+    truth = None
+    if profile:
+        policy_robots = {url_policy.TRAP_HOST: 200} if trap_entries else {}
+        if farm_entries:
+            policy_robots.update(
+                (host, web.robots_rules(host).status)
+                for host in web.policy_host_names()
+                if host != url_policy.TRAP_HOST
+            )
+        truth = PolicyTruth(
+            variants=web.config.url_variant_share > 0,
+            trap_entries=frozenset(trap_entries),
+            farm_entries=frozenset(farm_entries),
+            robots=policy_robots,
+            in_links={url: len(linking_hosts.get(url, ())) for url in fetch},
+            popular=tuple(web.popular_pages()),
+        )
     return ExpectedCrawl(
         agent_token=agent_token,
         seeds=seed_urls,
@@ -120,4 +208,5 @@ def expected_crawl(
         crawl_delays=delays,
         redirects=redirects,
         slow=slow,
+        policy=truth,
     )

@@ -4,6 +4,13 @@ The ground truth names every URL in one canonical form: ``http://`` scheme, lowe
 default port, no fragment, path exactly as the model writes it (``/`` when empty). The crawler's
 own normaliser must agree with :func:`canonical_url` on every link the web writes; the unit tests
 check this reference against the links as served.
+
+:func:`page_identity` goes further, as a crawler's normaliser with a URL policy must: it also
+removes dot segments, decodes percent-encoded unreserved characters and upper-cases the other
+escapes, and drops session ids (:data:`SESSION_ID_PARAMS`) from the query and from path
+parameters. It is the identity of a page when the web writes alternative spellings
+(``WebConfig.url_variant_share``); on every URL the default web writes it agrees with
+:func:`canonical_url`.
 """
 
 from __future__ import annotations
@@ -13,10 +20,12 @@ import urllib.parse
 
 __all__ = [
     "DOMAIN",
+    "SESSION_ID_PARAMS",
     "canonical_url",
     "host_index",
     "host_name",
     "nohost_name",
+    "page_identity",
     "split_url",
 ]
 
@@ -72,3 +81,110 @@ def split_url(url: str) -> tuple[str, str]:
     if slash < 0:
         return rest, "/"
     return rest[:slash], rest[slash:]
+
+
+#: Query and path parameter names of session ids (compared case-insensitively): a crawler
+#: removes them, and :func:`page_identity` ignores them.
+SESSION_ID_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "aspsessionid"})
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# What may stay literal in a path or query (RFC 3986 pchar, '/' and '?'); the rest is encoded.
+_LITERAL = _UNRESERVED | frozenset("!$&'()*+,;=:@/?")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def page_identity(href: str, base: str | None = None) -> str | None:
+    """The canonical identity of ``href`` (resolved against ``base``), or None.
+
+    None means the reference is not a crawlable ``http://`` URL (as for :func:`canonical_url`).
+    Otherwise: ``http://``, lower-case host, no default port, no fragment; path with
+    percent-encoding normalised (unreserved characters decoded, other escapes upper-cased,
+    characters that may not appear literally encoded as UTF-8), dot segments removed and
+    session-id path parameters (``;jsessionid=...``) dropped, ``/`` when empty; query with the
+    same percent normalisation, session-id parameters dropped and the other parameters kept in
+    their order, left out when nothing remains.
+    """
+    try:
+        absolute = urllib.parse.urljoin(base, href) if base else href
+        parts = urllib.parse.urlsplit(absolute)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme.lower() != "http" or not parts.hostname:
+        return None
+    host = parts.hostname.lower()
+    netloc = host if port in (None, 80) else f"{host}:{port}"
+    path = _remove_dot_segments(_drop_path_sessions(_normalize_percent(parts.path))) or "/"
+    query = "&".join(
+        param
+        for param in _normalize_percent(parts.query).split("&")
+        if param and not _is_session_param(param)
+    )
+    return f"http://{netloc}{path}?{query}" if query else f"http://{netloc}{path}"
+
+
+def _is_session_param(param: str) -> bool:
+    name = param.partition("=")[0]
+    return urllib.parse.unquote(name).lower() in SESSION_ID_PARAMS
+
+
+def _drop_path_sessions(path: str) -> str:
+    if ";" not in path:
+        return path
+    segments = []
+    for segment in path.split("/"):
+        head, *params = segment.split(";")
+        segments.append(";".join([head] + [p for p in params if not _is_session_param(p)]))
+    return "/".join(segments)
+
+
+def _normalize_percent(component: str) -> str:
+    """Decode escaped unreserved characters, upper-case other escapes, encode what must be."""
+    out: list[str] = []
+    i = 0
+    while i < len(component):
+        char = component[i]
+        if char == "%" and component[i + 1 : i + 2] in _HEX and component[i + 2 : i + 3] in _HEX:
+            decoded = chr(int(component[i + 1 : i + 3], 16))
+            out.append(decoded if decoded in _UNRESERVED else component[i : i + 3].upper())
+            i += 3
+            continue
+        if char in _LITERAL:
+            out.append(char)
+        else:
+            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+        i += 1
+    return "".join(out)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986, section 5.2.4."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    while path:
+        if path.startswith("../"):
+            path = path[3:]
+        elif path.startswith("./"):
+            path = path[2:]
+        elif path.startswith("/./"):
+            path = path[2:]
+        elif path == "/.":
+            path = "/"
+        elif path.startswith("/../"):
+            path = path[3:]
+            if output:
+                output.pop()
+        elif path == "/..":
+            path = "/"
+            if output:
+                output.pop()
+        elif path in (".", ".."):
+            path = ""
+        else:
+            start = 1 if path.startswith("/") else 0
+            cut = path.find("/", start)
+            cut = len(path) if cut < 0 else cut
+            output.append(path[:cut])
+            path = path[cut:]
+    return "".join(output)
