@@ -13,7 +13,8 @@ goes to the frontier; a URL turned away is recorded in the crawl DB as REJECTED 
   ``domain_base_urls + domain_urls_per_linking_domain x L`` URLs, where L is the number of
   distinct other registered domains seen linking to it (counted up to
   ``max_linking_domains``). A link farm, however many pages it has, gets little of the crawl
-  until the rest of the web links to it. Seeds are always admitted (and counted).
+  until the rest of the web links to it. Seeds are always admitted (and counted), and the
+  domains of seeds have no domain budget: the user chose them (``seed_domains_unbudgeted``).
 
 Over-budget URLs are not kept for later: a domain whose budget grows afterwards gets new URLs,
 not the ones turned away before (a crawl DB that hands out waiting URLs again is the continuous
@@ -107,12 +108,14 @@ class Admission:
         domain_base_urls: int = 0,
         domain_urls_per_linking_domain: int = 0,
         max_linking_domains: int = 1000,
+        seed_domains_unbudgeted: bool = True,
     ) -> None:
         self._store = store
         self.max_urls_per_shape = max_urls_per_shape
         self.domain_base_urls = domain_base_urls
         self.domain_urls_per_linking_domain = domain_urls_per_linking_domain
         self.max_linking_domains = max_linking_domains
+        self.seed_domains_unbudgeted = seed_domains_unbudgeted
 
     @property
     def enabled(self) -> bool:
@@ -155,9 +158,13 @@ class Admission:
         if self.domain_base_urls:
             domain = registered_domain(host)
             domain_key = f"A\t{domain}"
-            admitted = self._store.get(domain_key) or 0
-            if admitted >= self.domain_budget(domain) and not seed:
-                return "budget:domain"
+            trusted_key = f"T\t{domain}"
+            if seed and self.seed_domains_unbudgeted:
+                self._store.put(trusted_key, 1)
+            if not seed and not self._store.get(trusted_key):
+                admitted = self._store.get(domain_key) or 0
+                if admitted >= self.domain_budget(domain):
+                    return "budget:domain"
         if shape_key is not None:
             self._store.put(shape_key, (self._store.get(shape_key) or 0) + 1)
         if domain_key is not None:

@@ -240,6 +240,7 @@ class AdmissionSection:
     domain_base_urls: int = 0
     domain_urls_per_linking_domain: int = 100
     max_linking_domains: int = 1000
+    seed_domains_unbudgeted: bool = True
 
     def _validate(self) -> None:
         for key in ("max_urls_per_shape", "domain_base_urls", "domain_urls_per_linking_domain"):

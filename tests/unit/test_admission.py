@@ -59,7 +59,12 @@ def test_a_domain_budget_grows_with_linking_domains() -> None:
     assert admission.domain_budget("farm.test") == 8
     admitted = [url for url in farm[4:] if admission.admit(url, "LL") is None]
     assert len(admitted) == 6
-    assert admission.admit("http://farm.test/seed", "") is None  # seeds always pass
+    assert admission.admit("http://farm.test/seed", "") is None  # seeds always pass...
+    # ...and a seed's domain has no domain budget from then on.
+    assert all(admission.admit(f"http://farm.test/x/{i}", "L") is None for i in range(50))
+    strict = Admission(MemoryStore(), domain_base_urls=1, seed_domains_unbudgeted=False)
+    assert strict.admit("http://a.org/", "") is None
+    assert strict.admit("http://a.org/1", "L") == "budget:domain"
 
 
 def test_off_by_default_and_counters_go_through_the_cache() -> None:
