@@ -1,0 +1,73 @@
+"""End to end: the URL policy against a synthetic web with spellings, traps and a link farm."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from synthweb import SyntheticWebServer, WebConfig, audit_log, audit_policy
+from tests.integration.crawl_runner import run_crawl
+
+pytestmark = pytest.mark.integration
+
+DELAY = 0.2
+TOKEN = "pyflink-crawler"
+SHAPE_BUDGET = 12  # above any shape of a normal host (at most 8 /p/# pages with 6 per host)
+MAX_QUERY_PARAMS = 4
+MAX_SEGMENT_REPEATS = 3
+DOMAIN_BASE = 10
+PER_LINKING_DOMAIN = 10
+
+
+@pytest.fixture
+def policy_web(tmp_path: Path) -> Iterator[SyntheticWebServer]:
+    """12 normal hosts with links in many spellings, a trap host and a 5-host link farm."""
+    config = WebConfig(seed=7, hosts=12, pages_per_host=6).with_url_policy_profile(
+        farm_hosts=5, farm_pages_per_host=100
+    )
+    with SyntheticWebServer(config, tmp_path / "requests.jsonl") as server:
+        yield server
+
+
+def test_each_page_once_in_one_spelling_traps_bounded_and_the_farm_held_to_its_budget(
+    tmp_path: Path, policy_web: SyntheticWebServer
+) -> None:
+    seeds = policy_web.web.seeds()
+    process, summary = run_crawl(
+        tmp_path, seeds, policy_web.proxy_url,
+        "--delay", str(DELAY), "--idle-seconds", "6",
+        "--set", f"admission.max_urls_per_shape={SHAPE_BUDGET}",
+        "--set", f"admission.domain_base_urls={DOMAIN_BASE}",
+        "--set", f"admission.domain_urls_per_linking_domain={PER_LINKING_DOMAIN}",
+        "--set", f"scope.max_query_params={MAX_QUERY_PARAMS}",
+        "--set", f"scope.max_segment_repeats={MAX_SEGMENT_REPEATS}",
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert summary["stop_reason"] == "idle"
+
+    records = policy_web.request_log()
+    expected = policy_web.web.expected_crawl(seeds, TOKEN)
+    # Every reachable page of the normal web fetched exactly once, whatever the spellings of
+    # the links to it; robots.txt first, nothing disallowed, politeness kept.
+    assert audit_log(records, expected, min_delay=DELAY) == []
+
+    policy = audit_policy(records)
+    # Traps: each URL shape of the trap host gets at most SHAPE_BUDGET URLs; calendar pages
+    # come in 3 shapes, search pages in one shape per parameter count up to the maximum, and
+    # the growing path stops at the repeated-segment limit.
+    trap_bound = SHAPE_BUDGET * (3 + MAX_QUERY_PARAMS) + MAX_SEGMENT_REPEATS + 2
+    # The farm is linked from one other domain only: its budget is base + 1 x per-domain.
+    farm_bound = DOMAIN_BASE + PER_LINKING_DOMAIN
+    assert policy.problems(max_trap_requests=trap_bound, max_farm_requests=farm_bound) == []
+    assert policy.trap_total > 0, "the traps were never entered: the test tests nothing"
+    assert policy.farm_total > 0, "the farm was never entered: the test tests nothing"
+
+    # The crawler's own account agrees that the budgets were what stopped them.
+    crawldb = json.loads((tmp_path / "out" / "status" / "crawldb-00000.json").read_text())
+    assert crawldb["counters"].get("urls.rejected.trap:shape-budget", 0) > 0
+    assert crawldb["counters"].get("urls.rejected.budget:domain", 0) > 0
+    assert summary["links_rejected"].get("trap:repeated-segment", 0) > 0
