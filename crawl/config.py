@@ -22,6 +22,7 @@ import yaml
 
 if TYPE_CHECKING:
     from crawl.scope import UrlPolicy
+    from crawl.urls import UrlNormalizer
 
 __all__ = [
     "AdmissionSection",
@@ -33,6 +34,7 @@ __all__ = [
     "PolitenessSection",
     "RobotsSection",
     "ScopeSection",
+    "UrlsSection",
     "UserAgentSection",
     "WarcSection",
     "load_config",
@@ -188,6 +190,39 @@ class CrawlSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class UrlsSection:
+    """How URLs are normalised (see crawl/urls.py). Fixed for the life of a crawl: the rules
+    decide every URL's identity in the crawl DB."""
+
+    sort_query: bool = False
+    strip_params: tuple[str, ...] = (
+        "jsessionid", "phpsessid", "aspsessionid", "sid", "sessionid", "session_id", "sessid",
+        "cfid", "cftoken", "oscsid", "zenid",
+    )
+
+    def _validate(self) -> None:
+        for name in self.strip_params:
+            if not name or any(c in name for c in "=&;#?/ "):
+                raise ConfigError(f"urls.strip_params: {name!r} is not a parameter name")
+
+    def normalizer(self) -> UrlNormalizer:
+        """The :class:`crawl.urls.UrlNormalizer` these settings describe."""
+        from crawl.urls import UrlNormalizer
+
+        return UrlNormalizer(sort_query=self.sort_query, strip_params=frozenset(self.strip_params))
+
+    def fixed(self) -> dict[str, object]:
+        """What a crawl records of these settings (with the rules' version)."""
+        from crawl.urls import NORMALIZATION_VERSION
+
+        return {
+            "urls.normalization_version": NORMALIZATION_VERSION,
+            "urls.sort_query": self.sort_query,
+            "urls.strip_params": sorted(name.lower() for name in self.strip_params),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
 class ScopeSection:
     """Which discovered URLs enter the crawl (see crawl/scope.py)."""
 
@@ -286,6 +321,7 @@ class Config:
     robots: RobotsSection = dataclasses.field(default_factory=RobotsSection)
     warc: WarcSection = dataclasses.field(default_factory=WarcSection)
     crawldb: CrawlDbSection = dataclasses.field(default_factory=CrawlDbSection)
+    urls: UrlsSection = dataclasses.field(default_factory=UrlsSection)
     scope: ScopeSection = dataclasses.field(default_factory=ScopeSection)
     admission: AdmissionSection = dataclasses.field(default_factory=AdmissionSection)
 

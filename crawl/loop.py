@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crawl.scope import registered_domain
-from crawl.urls import UrlError, host_of, normalize, vnode_of
+from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, host_of, vnode_of
 
 if TYPE_CHECKING:
     from crawl.scope import UrlPolicy
@@ -124,7 +124,11 @@ def group_by_vnode(urls: Iterable[FoundUrl], vnodes: int) -> dict[int, list[Foun
 
 
 def write_seed_file(
-    loop_dir: str | Path, seeds: Iterable[str], vnodes: int, policy: UrlPolicy | None = None
+    loop_dir: str | Path,
+    seeds: Iterable[str],
+    vnodes: int,
+    policy: UrlPolicy | None = None,
+    normalizer: UrlNormalizer = DEFAULT_NORMALIZER,
 ) -> tuple[int, list[tuple[str, str]]]:
     """Normalise ``seeds``, check them against ``policy`` and drop them into the loop as one
     file (atomically).
@@ -139,7 +143,7 @@ def write_seed_file(
         if not text or text.startswith("#"):
             continue
         try:
-            url = normalize(text)
+            url = normalizer.normalize(text)
         except UrlError as error:
             rejected.append((text, error.reason))
             continue

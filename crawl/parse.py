@@ -25,7 +25,7 @@ from bs4 import BeautifulSoup, SoupStrainer, XMLParsedAsHTMLWarning
 
 from crawl.model import FetchResult
 from crawl.status import Status
-from crawl.urls import UrlError, resolve
+from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer
 
 __all__ = ["HTML_TYPES", "ParsedLinks", "extract_links"]
 
@@ -107,8 +107,12 @@ def _soup_hrefs(body: bytes, declared: str | None) -> tuple[list[str], str | Non
     return hrefs, (str(base_tag["href"]) if base_tag is not None else None)
 
 
-def extract_links(result: FetchResult) -> ParsedLinks:
-    """Outlinks of a fetched HTML page; empty for anything that is not a 2xx HTML page."""
+def extract_links(
+    result: FetchResult, normalizer: UrlNormalizer = DEFAULT_NORMALIZER
+) -> ParsedLinks:
+    """Outlinks of a fetched HTML page, normalised by ``normalizer``; empty for anything that
+    is not a 2xx HTML page."""
+    resolve = normalizer.resolve
     parsed = ParsedLinks()
     if result.status is not Status.FETCHED or result.content_type not in HTML_TYPES:
         return parsed

@@ -19,7 +19,7 @@ from crawl.parse import extract_links
 from crawl.progress import StageStatus
 from crawl.scope import UrlPolicy
 from crawl.status import Status
-from crawl.urls import UrlError, resolve
+from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer
 from crawl.warc_writer import WarcFileWriter, sha1_digest
 
 __all__ = ["PREREQUISITE_HOP", "PageProcessor", "RecentUrls"]
@@ -65,6 +65,7 @@ class PageProcessor:
         producer_id: str,
         recent_urls: int = 0,
         policy: UrlPolicy | None = None,
+        normalizer: UrlNormalizer = DEFAULT_NORMALIZER,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -74,6 +75,7 @@ class PageProcessor:
         self._lines = 0
         self._recent = RecentUrls(recent_urls)
         self._policy = policy
+        self._normalizer = normalizer
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
@@ -141,7 +143,7 @@ class PageProcessor:
         if result.status is Status.REDIRECT:
             location = result.header("Location") or ""
             try:
-                target = resolve(result.url, location)
+                target = self._normalizer.resolve(result.url, location)
             except UrlError as error:
                 self._status.count(f"links.rejected.{error.reason}")
                 return []
@@ -151,7 +153,7 @@ class PageProcessor:
             return [(target, result.hops + "R", result.url)]
         if result.status is not Status.FETCHED:
             return []
-        parsed = extract_links(result)
+        parsed = extract_links(result, self._normalizer)
         for reason, count in parsed.rejected.items():
             self._status.count(f"links.rejected.{reason}", count)
         hops = result.hops + "L"

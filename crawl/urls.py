@@ -52,6 +52,7 @@ from urllib.parse import unquote
 import idna
 
 __all__ = [
+    "DEFAULT_NORMALIZER",
     "DEFAULT_SESSION_PARAMS",
     "MAX_URL_LENGTH",
     "NORMALIZATION_VERSION",
@@ -492,11 +493,12 @@ class UrlNormalizer:
         return path[:slash] + ";".join([segment, *kept])
 
 
-_DEFAULT = UrlNormalizer()
+#: The normaliser with the default rules (query order kept, the default session ids).
+DEFAULT_NORMALIZER = UrlNormalizer()
 
-#: Module-level operations with the default rules (query order kept, the default session ids).
-normalize = _DEFAULT.normalize
-resolve = _DEFAULT.resolve
+#: Module-level operations with the default rules.
+normalize = DEFAULT_NORMALIZER.normalize
+resolve = DEFAULT_NORMALIZER.resolve
 
 
 def host_of(url: str) -> str:

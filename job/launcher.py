@@ -233,6 +233,7 @@ def run_local_crawl(
         "crawl.vnodes": config.crawl.vnodes,
         "crawldb.partitions": config.crawldb.partitions,
         "vnode key": VNODE_KEY,
+        **config.urls.fixed(),
     }
     restore_from = None
     if resume:
@@ -255,7 +256,7 @@ def run_local_crawl(
     layout.make()
     layout.record_fixed_settings(fixed)
     accepted, rejected = write_seed_file(
-        layout.loop, seeds, config.crawl.vnodes, config.scope.policy()
+        layout.loop, seeds, config.crawl.vnodes, config.scope.policy(), config.urls.normalizer()
     )
     for seed, reason in rejected:
         print(f"seed rejected ({reason}): {seed}", file=out)

@@ -75,6 +75,7 @@ class ProcessFunction(FlatMapFunction):
             producer_id=f"{subtask.index}.{uuid.uuid4().hex[:12]}",
             recent_urls=config.crawl.recent_urls,
             policy=config.scope.policy(),
+            normalizer=config.urls.normalizer(),
         )
 
 

@@ -280,3 +280,20 @@ def test_user_agent_header_starts_with_the_product_token() -> None:
     config = load_config(overrides={"user_agent.product": "Example-Bot"})
 
     assert config.user_agent.header.split("/", 1)[0] == "Example-Bot"
+
+
+def test_url_settings_build_the_normaliser_and_are_fixed_for_the_crawl() -> None:
+    from crawl.urls import DEFAULT_NORMALIZER, NORMALIZATION_VERSION
+
+    assert Config().urls.normalizer() == DEFAULT_NORMALIZER
+    config = load_config(overrides={"urls.sort_query": "true", "urls.strip_params": "sid"})
+    normalizer = config.urls.normalizer()
+    assert normalizer.normalize("http://a.org/p?z=1&sid=9&a=2") == "http://a.org/p?a=2&z=1"
+    assert normalizer.normalize("http://a.org/p?jsessionid=1") == "http://a.org/p?jsessionid=1"
+    assert config.urls.fixed() == {
+        "urls.normalization_version": NORMALIZATION_VERSION,
+        "urls.sort_query": True,
+        "urls.strip_params": ["sid"],
+    }
+    with pytest.raises(ConfigError, match=r"^urls\.strip_params: 'a=b'"):
+        load_config(overrides={"urls.strip_params": ["a=b"]})
