@@ -92,16 +92,36 @@ class PolitenessSection:
     delay_seconds: float = 1.0
     max_crawl_delay_seconds: float = 30.0
     response_time_factor: float = 2.0
+    retry_after_max_seconds: float = 3600.0
+    backoff_base_seconds: float = 5.0
+    backoff_max_seconds: float = 600.0
+    suspend_after_failures: int = 10
+    suspend_seconds: float = 1800.0
+    max_fetch_attempts: int = 3
 
     def _validate(self) -> None:
         _check(self, "politeness", "delay_seconds", _non_negative, "a number >= 0")
         _check(self, "politeness", "max_crawl_delay_seconds", _non_negative, "a number >= 0")
         _check(self, "politeness", "response_time_factor", _non_negative, "a number >= 0")
+        for key in ("retry_after_max_seconds", "backoff_base_seconds", "backoff_max_seconds",
+                    "suspend_seconds"):
+            _check(self, "politeness", key, _non_negative, "a number >= 0")
+        _check(self, "politeness", "backoff_max_seconds",
+               lambda v: v >= self.backoff_base_seconds, "a number >= backoff_base_seconds")
+        _check(self, "politeness", "suspend_after_failures", lambda v: 0 <= v <= 1_000_000,
+               "an integer from 0 (never) to 1000000")
+        _check(self, "politeness", "max_fetch_attempts", lambda v: 1 <= v <= 100,
+               "an integer from 1 (no retries) to 100")
+
+
+#: A media type or range in ``fetch.accept_content_types`` (RFC 9110 tokens, no parameters).
+_MEDIA_RANGE = re.compile(r"[A-Za-z0-9!#$&^_.+-]+/(?:[A-Za-z0-9!#$&^_.+-]+|\*)|\*/\*")
 
 
 @dataclasses.dataclass(frozen=True)
 class FetchSection:
-    """The HTTP client: timeouts, size limits, proxy, concurrency."""
+    """The HTTP client: timeouts, size and header limits, proxy, concurrency, the address
+    guard, the DNS cache and the accepted content types (see crawl/fetcher.py)."""
 
     connect_timeout_seconds: float = 10.0
     read_timeout_seconds: float = 20.0
@@ -109,11 +129,32 @@ class FetchSection:
     max_content_bytes: int = 10 * 1024 * 1024
     proxy: str = ""
     max_connections: int = 256
+    allow_private_addresses: bool = False
+    dns_cache_seconds: float = 300.0
+    dns_negative_cache_seconds: float = 60.0
+    max_decompression_ratio: float = 100.0
+    max_header_bytes: int = 16384
+    max_headers: int = 256
+    accept_content_types: tuple[str, ...] = ()
 
     def _validate(self) -> None:
         for key in ("connect_timeout_seconds", "read_timeout_seconds", "total_timeout_seconds"):
             _check(self, "fetch", key, _positive, "a number > 0")
         _check(self, "fetch", "max_content_bytes", lambda v: v >= 1024, "an integer >= 1024")
+        for key in ("dns_cache_seconds", "dns_negative_cache_seconds"):
+            _check(self, "fetch", key, _non_negative, "a number >= 0 (0: no caching)")
+        _check(self, "fetch", "max_decompression_ratio", lambda v: v == 0 or v >= 1,
+               "0 (no limit) or a number >= 1")
+        _check(self, "fetch", "max_header_bytes", lambda v: 1024 <= v <= 1024 * 1024,
+               "an integer from 1024 to 1048576")
+        _check(self, "fetch", "max_headers", lambda v: 1 <= v <= 10_000,
+               "an integer from 1 to 10000")
+        for media_range in self.accept_content_types:
+            if not _MEDIA_RANGE.fullmatch(media_range):
+                raise ConfigError(
+                    f"fetch.accept_content_types: {media_range!r} is not a media type "
+                    "(type/subtype, type/* or */*)"
+                )
         _check(
             self,
             "fetch",

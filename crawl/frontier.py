@@ -4,13 +4,40 @@ Entries live in a map ``sequence number -> payload`` with the (head, tail) bound
 that pushing and popping cost one state access each whatever the queue length (a list state
 would be rewritten whole on every pop). The store is anything with ``get``/``put``/``remove``:
 Flink's ``MapState`` in the job, a ``dict`` wrapper in tests.
+
+A payload is a :class:`QueueEntry` as compact JSON: ``[url, hops, via]`` as the crawl DB sends
+it, or ``[url, hops, via, attempts]`` for a URL put back to be fetched again after a failure
+that may pass (``attempts``: failed attempts so far; see :mod:`crawl.politeness`).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import json
+from typing import NamedTuple, Protocol
 
-__all__ = ["DictStore", "HostQueue", "MapStore"]
+__all__ = ["DictStore", "HostQueue", "MapStore", "QueueEntry"]
+
+
+class QueueEntry(NamedTuple):
+    """One URL of a host's queue: what the crawl log needs, and its failed attempts so far."""
+
+    url: str
+    hops: str
+    via: str
+    attempts: int = 0
+
+    def encode(self) -> str:
+        """The payload stored in the queue (the 3-item form while there was no attempt)."""
+        items: list[str | int] = [self.url, self.hops, self.via]
+        if self.attempts:
+            items.append(self.attempts)
+        return json.dumps(items, separators=(",", ":"))
+
+    @classmethod
+    def decode(cls, payload: str) -> QueueEntry:
+        """The entry of a stored payload (either form)."""
+        items = json.loads(payload)
+        return cls(items[0], items[1], items[2], items[3] if len(items) > 3 else 0)
 
 
 class MapStore(Protocol):

@@ -5,15 +5,64 @@ next request starts ``max(configured delay, robots Crawl-delay, K x last respons
 the previous response *ended*, as Heritrix and Nutch count it. Counting from the end rather
 than from the start of the previous request keeps the server's own view right too: the server
 received the previous request before we had its whole response, so the starts it sees are at
-least that far apart whatever delays its clock readings suffer. Times are milliseconds, passed
-in: no clock is read here.
+least that far apart whatever delays its clock readings suffer.
+
+On top of that spacing, a host that is in trouble is backed off (:func:`back_off`):
+
+- a **failure** is a 429 or 5xx response, or no usable connection (``timeout:*``,
+  ``connect:*``, ``dns:*``); any other response is a **success** and resets the count; our own
+  refusals and malformed responses (``http_status`` 0, other reasons) say nothing either way;
+- after the n-th consecutive failure the host waits ``backoff_base_seconds x 2^(n-1)``, at most
+  ``backoff_max_seconds``;
+- a 429 or 503 with a valid ``Retry-After`` (delta-seconds or an HTTP-date, RFC 9110 10.2.3;
+  :func:`retry_after_ms`) makes the host wait at least that long, at most
+  ``retry_after_max_seconds``;
+- from the ``suspend_after_failures``-th consecutive failure on, the host is suspended: it waits
+  ``suspend_seconds``, then one request probes it (a success resets the count, a failure
+  suspends it again). Its queue is kept meanwhile;
+- the URL of a failure that may pass (429, 503 with Retry-After, no connection) is retryable:
+  it is fetched again, up to ``max_fetch_attempts`` attempts in all (:func:`may_retry`).
+
+Every back-off counts from the end of the response, like the spacing, and only ever delays the
+next request: it never shortens the politeness spacing. Times are milliseconds, passed in: no
+clock is read here.
 """
 
 from __future__ import annotations
 
+import calendar
+import dataclasses
+import datetime
+import enum
+import re
+import time
+
 from crawl.config import PolitenessSection
 
-__all__ = ["next_allowed_start_ms", "poll_delay_ms"]
+__all__ = [
+    "BackOff",
+    "Signal",
+    "back_off",
+    "backoff_delay_ms",
+    "classify",
+    "may_retry",
+    "next_allowed_start_ms",
+    "parse_http_date",
+    "poll_delay_ms",
+    "retry_after_ms",
+]
+
+#: Reason prefixes of fetches that got no usable connection (crawl/fetcher.py's vocabulary).
+CONNECTION_FAILURES = ("timeout:", "connect:", "dns:")
+#: The consecutive-failure count saturates here (it is kept in a 32-bit state field).
+MAX_FAILURES = 1_000_000
+#: delta-seconds beyond this are this (RFC 9111 1.2.2's overflow rule); capped later anyway.
+_MAX_DELTA_SECONDS = 2**31
+
+
+def _ceil_ms(value: float) -> int:
+    # Round up: a wait must never come out a millisecond short.
+    return int(-(-value // 1))
 
 
 def next_allowed_start_ms(
@@ -29,8 +78,7 @@ def next_allowed_start_ms(
         crawl_delay_seconds * 1000.0,
         config.response_time_factor * duration_ms,
     )
-    # Round up: spacing must never come out a millisecond short.
-    return finished_ms + int(-(-spacing // 1))
+    return finished_ms + _ceil_ms(spacing)
 
 
 def poll_delay_ms(elapsed_ms: int, expected_ms: int) -> int:
@@ -44,3 +92,178 @@ def poll_delay_ms(elapsed_ms: int, expected_ms: int) -> int:
     if elapsed_ms < expected_ms:
         return max(5, expected_ms - elapsed_ms)
     return min(100, max(5, elapsed_ms // 4))
+
+
+# -- Retry-After ------------------------------------------------------------------------------
+
+_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_DAY_LONG = r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
+_MONTH = r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_TIME = r"([0-9]{2}):([0-9]{2}):([0-9]{2})"
+_MONTHS = {name: number for number, name in enumerate(calendar.month_abbr) if name}
+#: RFC 9110 5.6.7: IMF-fixdate (preferred), then the obsolete RFC 850 and asctime forms.
+_IMF_FIXDATE = re.compile(rf"{_DAY}, ([0-9]{{2}}) {_MONTH} ([0-9]{{4}}) {_TIME} GMT")
+_RFC850_DATE = re.compile(rf"{_DAY_LONG}, ([0-9]{{2}})-{_MONTH}-([0-9]{{2}}) {_TIME} GMT")
+_ASCTIME_DATE = re.compile(rf"{_DAY} {_MONTH} ([0-9]{{2}}| [0-9]) {_TIME} ([0-9]{{4}})")
+_DELTA_SECONDS = re.compile(r"[0-9]+")
+
+
+def parse_http_date(value: str, now_ms: int) -> int | None:
+    """An HTTP-date (RFC 9110 5.6.7, all three forms) as milliseconds since the epoch, or None
+    when ``value`` is not one (or names no real moment, such as 30 February).
+
+    Surrounding whitespace is ignored; otherwise the grammar is strict (names are
+    case-sensitive, GMT is the only zone). The weekday is not checked against the date. A
+    two-digit RFC 850 year is the one of its century nearest ``now_ms``, never more than 50
+    years ahead, as RFC 9110 requires. A leap second (``:60``) is the next second.
+    """
+    text = value.strip()
+    if match := _IMF_FIXDATE.fullmatch(text):
+        day, month, year, hour, minute, second = match.groups()
+        full_year = int(year)
+    elif match := _RFC850_DATE.fullmatch(text):
+        day, month, year, hour, minute, second = match.groups()
+        this_year = time.gmtime(now_ms // 1000).tm_year
+        full_year = this_year - this_year % 100 + int(year)
+        if full_year > this_year + 50:
+            full_year -= 100
+    elif match := _ASCTIME_DATE.fullmatch(text):
+        month, day, hour, minute, second, year = match.groups()
+        full_year = int(year)
+    else:
+        return None
+    numbers = (int(day), int(hour), int(minute), int(second))
+    if numbers[1] > 23 or numbers[2] > 59 or numbers[3] > 60:
+        return None
+    try:
+        datetime.date(full_year, _MONTHS[month], numbers[0])
+    except ValueError:
+        return None
+    seconds = calendar.timegm((full_year, _MONTHS[month], *numbers, 0, 0, 0))
+    return seconds * 1000
+
+
+def retry_after_ms(value: str | None, received_ms: int, date: str | None = None) -> int | None:
+    """How long a ``Retry-After`` header asks to wait, in ms, or None if it is absent or bad.
+
+    ``value`` is delta-seconds (ASCII digits only: no sign, no fraction) or an HTTP-date. A date
+    is counted from the response's own ``Date`` header when that is a valid HTTP-date (so a
+    server whose clock is off still gets the wait it meant), else from ``received_ms``; a date
+    in the past means no wait (0). Not capped here: see :func:`back_off`.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if _DELTA_SECONDS.fullmatch(text):
+        digits = text.lstrip("0") or "0"
+        if len(digits) > 10:
+            return _MAX_DELTA_SECONDS * 1000
+        return min(int(digits), _MAX_DELTA_SECONDS) * 1000
+    moment = parse_http_date(text, received_ms)
+    if moment is None:
+        return None
+    reference = received_ms
+    if date is not None:
+        server_now = parse_http_date(date, received_ms)
+        if server_now is not None:
+            reference = server_now
+    return max(0, moment - reference)
+
+
+# -- host back-off ----------------------------------------------------------------------------
+
+
+class Signal(enum.Enum):
+    """What one fetch outcome says about its host's health."""
+
+    #: The host answered (any status but 429 and 5xx): the failure count is reset.
+    SUCCESS = "success"
+    #: 429, 5xx, or no usable connection: the host is backed off.
+    FAILURE = "failure"
+    #: Nothing about the host (our own refusal or error, a malformed response).
+    NEUTRAL = "neutral"
+
+
+def classify(http_status: int, reason: str) -> Signal:
+    """The :class:`Signal` of a fetch that ended with ``http_status`` (0: no response) and
+    ``reason`` (the fetcher's machine-readable reason)."""
+    if http_status == 429 or http_status >= 500:
+        return Signal.FAILURE
+    if reason.startswith(CONNECTION_FAILURES):
+        return Signal.FAILURE
+    if http_status > 0:
+        return Signal.SUCCESS
+    return Signal.NEUTRAL
+
+
+def backoff_delay_ms(failures: int, config: PolitenessSection) -> int:
+    """The exponential back-off after ``failures`` consecutive failures: base x 2^(n-1),
+    at most ``backoff_max_seconds``; 0 without failures."""
+    if failures <= 0 or config.backoff_base_seconds <= 0:
+        return 0
+    seconds = config.backoff_base_seconds * 2.0 ** min(failures - 1, 64)
+    return _ceil_ms(min(seconds, config.backoff_max_seconds) * 1000.0)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BackOff:
+    """What a fetch outcome does to its host: the new failure count, the earliest start of
+    its next request, and whether the fetched URL may be tried again."""
+
+    #: Consecutive failures of the host, this outcome included (0 after a success).
+    failures: int
+    #: The host's next request starts no earlier than this (0: no back-off).
+    not_before_ms: int = 0
+    #: The outcome is one that may pass: 429, 503 with Retry-After, no connection.
+    retryable: bool = False
+    #: The host is suspended (``failures`` reached ``suspend_after_failures``).
+    suspended: bool = False
+    #: The valid Retry-After of a 429 or 503, capped (None: none).
+    retry_after_ms: int | None = None
+
+
+def back_off(
+    http_status: int,
+    reason: str,
+    retry_after: str | None,
+    date: str | None,
+    failures: int,
+    received_ms: int,
+    config: PolitenessSection,
+) -> BackOff:
+    """The back-off after a fetch of a host with ``failures`` consecutive failures so far.
+
+    ``retry_after`` and ``date`` are the response's ``Retry-After`` and ``Date`` headers
+    (None when absent); ``received_ms`` is when the response ended. See the module docstring
+    for the rules.
+    """
+    signal = classify(http_status, reason)
+    if signal is Signal.SUCCESS:
+        return BackOff(0)
+    if signal is Signal.NEUTRAL:
+        return BackOff(failures)
+    failures = min(failures + 1, MAX_FAILURES)
+    waited: int | None = None
+    if http_status in (429, 503):
+        waited = retry_after_ms(retry_after, received_ms, date)
+        if waited is not None:
+            waited = min(waited, _ceil_ms(config.retry_after_max_seconds * 1000.0))
+    suspended = 0 < config.suspend_after_failures <= failures
+    if suspended:
+        delay = _ceil_ms(config.suspend_seconds * 1000.0)
+    else:
+        delay = backoff_delay_ms(failures, config)
+    if waited is not None:
+        delay = max(delay, waited)
+    retryable = (
+        http_status == 429
+        or (http_status == 503 and waited is not None)
+        or reason.startswith(CONNECTION_FAILURES)
+    )
+    return BackOff(failures, received_ms + delay, retryable, suspended, waited)
+
+
+def may_retry(attempts: int, config: PolitenessSection) -> bool:
+    """Whether a URL whose fetch failed ``attempts`` times (the last one retryable) is fetched
+    again: ``max_fetch_attempts`` counts attempts in all, the first one included."""
+    return attempts < config.max_fetch_attempts

@@ -4,8 +4,12 @@ The fetch operator is keyed by host and wakes each host with a processing-time t
 timer service is Mercator's back-queue heap). At each wake-up :meth:`HostScheduler.wake` looks
 at the host's state and its fetch in flight, and decides:
 
-1. a finished fetch is collected (its result emitted, the lease released, the next allowed
-   start computed from the politeness rule);
+1. a finished fetch is collected: the lease is released, the next allowed start computed from
+   the politeness rule and the host's back-off (:func:`crawl.politeness.back_off`: failures in
+   a row, Retry-After, suspension), and the result emitted, unless the fetch failed in a way
+   that may pass and the URL has attempts left: then it goes back to the front of the queue,
+   to be fetched again when the back-off ends, and nothing is emitted (only a URL's last
+   attempt reaches the WARC files, the crawl log and the crawl DB, with its status and reason);
 2. a lease without a fetch in flight is a fetch lost in a failure: its URL goes back to the
    front of the queue (this is the at-least-once window of the design);
 3. before the next allowed start (counted from the end of the previous response, see
@@ -15,25 +19,43 @@ at the host's state and its fetch in flight, and decides:
    ROBOTS_DENIED without any request, the first allowed one is fetched (if the page budget
    grants a token).
 
-At most one fetch per host is ever in flight: a new one starts only when there is no lease.
+At most one fetch per host is ever in flight: a new one starts only when there is no lease, and
+a retry is a queue entry like any other (it waits for the lease and the spacing, and claims a
+page token of the budget like any fetch).
+
+The host row the fetch operator keeps (``operators/fetch.py``) is described here too
+(:data:`HOST_ROW_FIELDS`, :func:`host_row`, :func:`upgrade_host_row`, :func:`host_state`), so
+that its layout and its upgrade from older layouts are tested without Flink.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import json
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from crawl.budget import PageBudget
 from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
-from crawl.frontier import HostQueue
+from crawl.frontier import HostQueue, MapStore, QueueEntry
 from crawl.model import FetchResult
-from crawl.politeness import next_allowed_start_ms, poll_delay_ms
+from crawl.politeness import back_off, may_retry, next_allowed_start_ms, poll_delay_ms
 from crawl.robots import RobotsPolicy, RobotsRecord, record_from_fetch, robots_url
 from crawl.status import Status
 
-__all__ = ["FetchOrder", "HostScheduler", "HostState", "LEASE_PAGE", "LEASE_ROBOTS", "Wake"]
+__all__ = [
+    "HOST_ROW_FIELDS",
+    "HOST_ROW_VERSION",
+    "LEASE_PAGE",
+    "LEASE_ROBOTS",
+    "FetchOrder",
+    "HostScheduler",
+    "HostState",
+    "Wake",
+    "host_row",
+    "host_state",
+    "upgrade_host_row",
+]
 
 LEASE_PAGE = "page"
 LEASE_ROBOTS = "robots"
@@ -55,6 +77,72 @@ class HostState:
     lease_kind: str = ""
     lease_payload: str = ""
     lease_started_ms: int = 0
+    #: Consecutive failures of the host (see :func:`crawl.politeness.back_off`).
+    failures: int = 0
+
+
+#: Layout version of the host row. 1: the fields up to ``robots_fetched_ms``; 2 added
+#: ``failures`` (the host's back-off), at the end so that every other position stays.
+HOST_ROW_VERSION = 2
+#: The host row's fields, by position (rows read from state in thread mode carry no names).
+HOST_ROW_FIELDS = (
+    "version",
+    "head",
+    "tail",
+    "next_allowed_ms",
+    "last_duration_ms",
+    "lease_kind",
+    "lease_payload",
+    "lease_started_ms",
+    "wake_ms",
+    "robots_fetched_ms",
+    "failures",
+)
+_HOST_ROW_V1_LENGTH = 10
+
+
+def host_row(state: HostState, wake_ms: int, robots_fetched_ms: int) -> tuple:
+    """The host row (:data:`HOST_ROW_FIELDS`) that stores ``state``; its robots.txt record is
+    stored apart and named here by its fetch time."""
+    head, tail = state.queue.bounds
+    return (
+        HOST_ROW_VERSION,
+        head,
+        tail,
+        state.next_allowed_ms,
+        state.last_duration_ms,
+        state.lease_kind,
+        state.lease_payload,
+        state.lease_started_ms,
+        wake_ms,
+        robots_fetched_ms,
+        state.failures,
+    )
+
+
+def upgrade_host_row(fields: Sequence) -> tuple:
+    """A host row of any known layout in the current one (a version 1 row: no failures)."""
+    version = fields[0]
+    if version == HOST_ROW_VERSION and len(fields) == len(HOST_ROW_FIELDS):
+        return tuple(fields)
+    if version == 1 and len(fields) == _HOST_ROW_V1_LENGTH:
+        return (HOST_ROW_VERSION, *fields[1:], 0)
+    raise ValueError(f"unknown host row layout: version {version!r}, {len(fields)} fields")
+
+
+def host_state(fields: Sequence, entries: MapStore, robots: RobotsRecord | None) -> HostState:
+    """The :class:`HostState` a current host row describes, over the host's queue entries."""
+    (_, head, tail, next_allowed, last_duration, kind, payload, started, _, _, failures) = fields
+    return HostState(
+        HostQueue(entries, head, tail),
+        robots,
+        next_allowed,
+        last_duration,
+        kind,
+        payload,
+        started,
+        failures,
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,6 +168,9 @@ class Wake:
     start: FetchOrder | None = None
     wake_at_ms: int | None = None
     budget_exhausted: bool = False
+    #: Counter names of what happened to the host (``backoffs``, ``suspensions``, ``retries``,
+    #: ``retries.exhausted``), for the stage's figures.
+    events: list[str] = dataclasses.field(default_factory=list)
 
 
 class HostScheduler:
@@ -163,7 +254,7 @@ class HostScheduler:
             payload = state.queue.pop()
             if payload is None:
                 return wake
-            url, hops, via = json.loads(payload)
+            url, hops, via, _ = QueueEntry.decode(payload)
             allowed, reason = policy.verdict(url)
             if not allowed:
                 wake.results.append(
@@ -215,7 +306,7 @@ class HostScheduler:
                 duration_ms=now_ms - state.lease_started_ms,
             )
             if state.lease_kind == LEASE_PAGE:
-                url, hops, via = json.loads(state.lease_payload)
+                url, hops, via, _ = QueueEntry.decode(state.lease_payload)
                 result.url, result.hops, result.via = url, hops, via
         crawl_delay = 0.0
         if state.lease_kind == LEASE_ROBOTS:
@@ -228,12 +319,37 @@ class HostScheduler:
             crawl_delay = self.policy(host, state.robots).crawl_delay_seconds
         started = result.started_ms or state.lease_started_ms
         state.last_duration_ms = max(0, result.duration_ms)
+        finished = started + state.last_duration_ms
         state.next_allowed_ms = next_allowed_start_ms(
-            started + state.last_duration_ms,
-            state.last_duration_ms,
-            crawl_delay,
+            finished, state.last_duration_ms, crawl_delay, self._politeness
+        )
+        asks_to_wait = result.http_status in (429, 503)
+        verdict = back_off(
+            result.http_status,
+            result.reason,
+            result.header("Retry-After") if asks_to_wait else None,
+            result.header("Date") if asks_to_wait else None,
+            state.failures,
+            finished,
             self._politeness,
         )
+        state.failures = verdict.failures
+        if verdict.not_before_ms > state.next_allowed_ms:
+            state.next_allowed_ms = verdict.not_before_ms
+        if verdict.suspended:
+            wake.events.append("suspensions")
+        elif verdict.not_before_ms:
+            wake.events.append("backoffs")
+        if verdict.retryable and state.lease_kind == LEASE_PAGE:
+            entry = QueueEntry.decode(state.lease_payload)
+            attempts = entry.attempts + 1
+            if may_retry(attempts, self._politeness):
+                state.queue.push_front(entry._replace(attempts=attempts).encode())
+                wake.events.append("retries")
+                self._release(state)
+                return
+            if attempts > 1:
+                wake.events.append("retries.exhausted")
         wake.results.append(result)
         self._release(state)
 

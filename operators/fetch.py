@@ -11,10 +11,16 @@ checkpoint is in its state as a lease and is fetched again after a restore.
 
 State, keyed by host:
 
-1. ``queue``: MapState sequence -> JSON ``[url, hops, via]``, the host's FIFO.
-2. ``host``: a row with the queue bounds, the politeness clock (next allowed start, last
-   response time), the lease of the fetch in flight (kind, payload, start) and the time of
-   the registered wake-up timer.
+1. ``queue``: MapState sequence -> JSON ``[url, hops, via]`` (``[url, hops, via, attempts]``
+   for a URL put back to be fetched again: :class:`crawl.frontier.QueueEntry`), the host's
+   FIFO.
+2. ``host-v2``: a row with the queue bounds, the politeness clock (next allowed start, last
+   response time), the lease of the fetch in flight (kind, payload, start), the time of the
+   registered wake-up timer, the fetch time of the robots.txt record and the host's
+   consecutive failures (its back-off); layout :data:`crawl.scheduler.HOST_ROW_FIELDS`,
+   version 2. A checkpoint of a crawl begun before version 2 holds version 1 rows (without
+   the failures) in the state ``host``: each is read once, upgraded and moved to ``host-v2``
+   (a Flink row state cannot change its number of fields in place).
 3. ``robots``: a row with the last robots.txt fetch (status, text, fetched, expires, reason).
 """
 
@@ -38,46 +44,45 @@ from crawl.model import FetchResult
 from crawl.politeness import poll_delay_ms
 from crawl.progress import RunningMean, StageStatus
 from crawl.robots import RobotsRecord
-from crawl.scheduler import LEASE_ROBOTS, HostScheduler, HostState
+from crawl.scheduler import (
+    HOST_ROW_FIELDS,
+    LEASE_ROBOTS,
+    HostScheduler,
+    HostState,
+    host_row,
+    host_state,
+    upgrade_host_row,
+)
 from operators.context import Lifecycle, subtask_of
 
 __all__ = ["FetchFunction"]
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 1
+#: Layout version of the robots row.
+ROBOTS_ROW_VERSION = 1
 
 # Rows are read by position: PyFlink's thread mode returns rows without field names.
-_LEASE_KIND = 5
-_WAKE_MS = 8
-_ROBOTS_FETCHED_MS = 9
+_LEASE_KIND = HOST_ROW_FIELDS.index("lease_kind")
+_WAKE_MS = HOST_ROW_FIELDS.index("wake_ms")
+_ROBOTS_FETCHED_MS = HOST_ROW_FIELDS.index("robots_fetched_ms")
 
-HOST_ROW = Types.ROW_NAMED(
-    [
-        "version",
-        "head",
-        "tail",
-        "next_allowed_ms",
-        "last_duration_ms",
-        "lease_kind",
-        "lease_payload",
-        "lease_started_ms",
-        "wake_ms",
-        "robots_fetched_ms",
-    ],
-    [
-        Types.INT(),
-        Types.LONG(),
-        Types.LONG(),
-        Types.LONG(),
-        Types.LONG(),
-        Types.STRING(),
-        Types.STRING(),
-        Types.LONG(),
-        Types.LONG(),
-        Types.LONG(),
-    ],
-)
+_HOST_ROW_V1_TYPES = [
+    Types.INT(),
+    Types.LONG(),
+    Types.LONG(),
+    Types.LONG(),
+    Types.LONG(),
+    Types.STRING(),
+    Types.STRING(),
+    Types.LONG(),
+    Types.LONG(),
+    Types.LONG(),
+]
+#: The host row (version 2), in the state ``host-v2``.
+HOST_ROW = Types.ROW_NAMED(list(HOST_ROW_FIELDS), [*_HOST_ROW_V1_TYPES, Types.INT()])
+#: The version 1 host row, in the state ``host`` of checkpoints taken before version 2.
+HOST_ROW_V1 = Types.ROW_NAMED(list(HOST_ROW_FIELDS[:-1]), _HOST_ROW_V1_TYPES)
 
 ROBOTS_ROW = Types.ROW_NAMED(
     ["version", "http_status", "body", "fetched_ms", "expires_ms", "reason"],
@@ -100,7 +105,8 @@ class FetchFunction(KeyedProcessFunction):
         self._queue = runtime_context.get_map_state(
             MapStateDescriptor("queue", Types.LONG(), Types.STRING())
         )
-        self._host = runtime_context.get_state(ValueStateDescriptor("host", HOST_ROW))
+        self._host = runtime_context.get_state(ValueStateDescriptor("host-v2", HOST_ROW))
+        self._host_v1 = runtime_context.get_state(ValueStateDescriptor("host", HOST_ROW_V1))
         self._robots = runtime_context.get_state(ValueStateDescriptor("robots", ROBOTS_ROW))
         config = self._config
         layout = OutputLayout(self._output_dir)
@@ -125,6 +131,8 @@ class FetchFunction(KeyedProcessFunction):
         # Queue lengths of the hosts seen by this subtask, for the figures only.
         self._queued: dict[str, int] = {}
         self._queued_total = 0
+        # Hosts with failures in a row (backed off or suspended), for the figures only.
+        self._failing: set[str] = set()
         self._status.gauge_functions["send_lag_ms"] = self._fetcher.send_lag_ms.take
         # How late timers fire: an overloaded task (or interpreter) shows here first.
         self._lateness_ms = RunningMean()
@@ -132,6 +140,7 @@ class FetchFunction(KeyedProcessFunction):
         self._status.gauge_functions["hosts_active"] = lambda: len(
             self._queued.keys() | self._in_flight.keys()
         )
+        self._status.gauge_functions["hosts_failing"] = lambda: len(self._failing)
 
     def close(self) -> None:
         Lifecycle.closed("fetch", self._subtask, self._shutdown)
@@ -153,7 +162,7 @@ class FetchFunction(KeyedProcessFunction):
         self._status.count("batches.in")
         host = value[0]
         payloads = json.loads(value[1])
-        row = self._host.value()
+        row = self._host_row()
         state = self._load(host, row)
         for item in payloads:
             state.queue.push(json.dumps(item, separators=(",", ":")))
@@ -188,9 +197,9 @@ class FetchFunction(KeyedProcessFunction):
                 self._poll(host, ctx, now, self._lease_started.get(host, now))
                 return []
             del self._polls[host]
-            row = self._host.value()
+            row = self._host_row()
         else:
-            row = self._host.value()
+            row = self._host_row()
             if row is None:
                 return []
             restored_lease = bool(row[_LEASE_KIND]) and in_flight is None
@@ -228,6 +237,13 @@ class FetchFunction(KeyedProcessFunction):
         self._status.gauges["in_flight"] = len(self._in_flight)
         for result in wake.results:
             self._status.count(f"results.{result.status.value}")
+        for event in wake.events:
+            self._status.count(event)
+            if event == "suspensions":
+                log.info(
+                    "host %s suspended until %d after %d failures in a row",
+                    host, state.next_allowed_ms, state.failures,
+                )
         return wake.results
 
     def _poll(
@@ -245,20 +261,26 @@ class FetchFunction(KeyedProcessFunction):
         self._polls[host] = at
         ctx.timer_service().register_processing_time_timer(at)
 
+    def _host_row(self) -> Row | None:
+        """The current key's host row; a version 1 row (from a checkpoint taken before version
+        2) is upgraded and moved to the current state on its first read."""
+        row = self._host.value()
+        if row is not None:
+            return row
+        old = self._host_v1.value()
+        if old is None:
+            return None
+        row = Row(*upgrade_host_row(tuple(old)))
+        self._host.update(row)
+        self._host_v1.clear()
+        return row
+
     def _load(self, host: str, row: Row | None) -> HostState:
         if row is None:
             return HostState(HostQueue(self._queue))
-        _, head, tail, next_allowed, last_duration, kind, payload, started, _, robots_ms = tuple(
-            row
-        )
-        return HostState(
-            HostQueue(self._queue, head, tail),
-            self._robots_record(host, robots_ms),
-            next_allowed,
-            last_duration,
-            kind,
-            payload,
-            started,
+        fields = tuple(row)
+        return host_state(
+            fields, self._queue, self._robots_record(host, fields[_ROBOTS_FETCHED_MS])
         )
 
     def _robots_record(self, host: str, fetched_ms: int) -> RobotsRecord | None:
@@ -272,27 +294,17 @@ class FetchFunction(KeyedProcessFunction):
         return RobotsRecord(*tuple(robots_row)[1:]) if robots_row is not None else None
 
     def _save(self, host: str, state: HostState, wake_ms: int, stored_robots_ms: int) -> None:
-        head, tail = state.queue.bounds
         robots = state.robots
         robots_ms = robots.fetched_ms if robots is not None else 0
-        self._host.update(
-            Row(
-                STATE_VERSION,
-                head,
-                tail,
-                state.next_allowed_ms,
-                state.last_duration_ms,
-                state.lease_kind,
-                state.lease_payload,
-                state.lease_started_ms,
-                wake_ms,
-                robots_ms,
-            )
-        )
+        self._host.update(Row(*host_row(state, wake_ms, robots_ms)))
+        if state.failures:
+            self._failing.add(host)
+        else:
+            self._failing.discard(host)
         if robots is not None and robots_ms != stored_robots_ms:
             self._robots.update(
                 Row(
-                    STATE_VERSION,
+                    ROBOTS_ROW_VERSION,
                     robots.http_status,
                     robots.body,
                     robots.fetched_ms,

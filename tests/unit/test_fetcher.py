@@ -85,6 +85,17 @@ def test_unknown_host_through_the_proxy_is_a_502(server: SyntheticWebServer, io:
     assert (result.status, result.http_status) == (Status.HTTP_ERROR, 502)
 
 
+def test_with_a_proxy_the_address_guard_does_not_apply(
+    server: SyntheticWebServer, io: IoLoop
+) -> None:
+    # The proxy itself is on loopback, and it is asked for a loopback target: the proxy
+    # answers, the guard does not step in.
+    assert not FetchSection(proxy=server.proxy_url).allow_private_addresses
+    result = _fetch(io, server.proxy_url, "http://127.0.0.1:9/")
+    assert result.http_status > 0
+    assert not result.reason.startswith("ssrf:")
+
+
 def test_body_is_truncated_at_the_limit(server: SyntheticWebServer, io: IoLoop) -> None:
     url = f"http://{server.web.host_names()[0]}/"
     result = _fetch(io, server.proxy_url, url, max_bytes=100)

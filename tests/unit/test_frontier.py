@@ -1,14 +1,15 @@
-"""The per-host FIFO over a map store: order, push_front, bounds round trip, and a randomised
-comparison with ``collections.deque``."""
+"""The per-host FIFO over a map store: order, push_front, bounds round trip, a randomised
+comparison with ``collections.deque``, and the queue entries (with their attempt counts)."""
 
 from __future__ import annotations
 
 import collections
+import json
 import random
 
 import pytest
 
-from crawl.frontier import DictStore, HostQueue
+from crawl.frontier import DictStore, HostQueue, QueueEntry
 
 
 def _check(queue: HostQueue, store: DictStore, model: collections.deque[str]) -> None:
@@ -152,3 +153,41 @@ def test_matches_a_deque_under_random_operations() -> None:
         assert queue.pop() == model.popleft()
     assert queue.pop() is None
     _check(queue, store, model)
+
+
+# -- queue entries ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "payload"),
+    [
+        # the crawl DB's form: no attempt yet, three items
+        (QueueEntry("http://a.test/", "", ""), '["http://a.test/","",""]'),
+        (QueueEntry("http://a.test/p", "LL", "http://a.test/"),
+         '["http://a.test/p","LL","http://a.test/"]'),
+        # a URL put back after failed attempts carries their count
+        (QueueEntry("http://a.test/p", "L", "http://a.test/", 1),
+         '["http://a.test/p","L","http://a.test/",1]'),
+        (QueueEntry("http://a.test/p", "L", "", 2), '["http://a.test/p","L","",2]'),
+        (QueueEntry("http://a.test/é", "R", "", 0), '["http://a.test/\\u00e9","R",""]'),
+    ],
+)
+def test_queue_entry_round_trip(entry: QueueEntry, payload: str) -> None:
+    assert entry.encode() == payload
+    assert QueueEntry.decode(payload) == entry
+
+
+def test_queue_entry_reads_what_the_fetch_operator_stores_from_the_crawl_db() -> None:
+    item = ["http://a.test/x", "L", "http://a.test/"]
+    stored = json.dumps(item, separators=(",", ":"))  # as operators/fetch.py stores a batch
+
+    assert QueueEntry.decode(stored) == QueueEntry(*item, attempts=0)
+    assert QueueEntry.decode(stored).encode() == stored
+
+
+def test_queue_entry_survives_the_queue_with_its_attempts() -> None:
+    queue = HostQueue(DictStore())
+    queue.push(QueueEntry("http://a.test/1", "L", "").encode())
+    queue.push_front(QueueEntry("http://a.test/0", "L", "", 2).encode())
+
+    assert [QueueEntry.decode(queue.pop()).attempts for _ in range(2)] == [2, 0]

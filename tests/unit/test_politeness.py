@@ -1,21 +1,38 @@
-"""Politeness arithmetic: when the next request to a host may start, and how often to poll."""
+"""Politeness arithmetic: when the next request to a host may start, how often to poll, and
+the host back-off (Retry-After, failures in a row, suspension, retries). Every clock is a
+number passed in."""
 
 from __future__ import annotations
 
+import calendar
+import dataclasses
 import math
 from fractions import Fraction
 
 import pytest
 
-from crawl.config import PolitenessSection
-from crawl.politeness import next_allowed_start_ms, poll_delay_ms
+from crawl.config import ConfigError, PolitenessSection, load_config
+from crawl.politeness import (
+    MAX_FAILURES,
+    BackOff,
+    Signal,
+    back_off,
+    backoff_delay_ms,
+    classify,
+    may_retry,
+    next_allowed_start_ms,
+    parse_http_date,
+    poll_delay_ms,
+    retry_after_ms,
+)
 
 T0 = 1_700_000_000_000
 
 
-def _config(delay: float = 1.0, factor: float = 2.0) -> PolitenessSection:
+def _config(delay: float = 1.0, factor: float = 2.0, **backoff: float) -> PolitenessSection:
     return PolitenessSection(
-        delay_seconds=delay, max_crawl_delay_seconds=30.0, response_time_factor=factor
+        delay_seconds=delay, max_crawl_delay_seconds=30.0, response_time_factor=factor,
+        **backoff,
     )
 
 
@@ -148,3 +165,425 @@ def test_poll_delay_costs_a_slow_fetch_few_wakeups() -> None:
         wakeups += 1
 
     assert wakeups <= 110  # about ten a second once past the first few hundred ms
+
+
+# -- HTTP-date and Retry-After ----------------------------------------------------------------
+
+
+def _at(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> int:
+    return calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)) * 1000
+
+
+#: "Now" for the date tables: 2026-11-22 04:53:05 UTC.
+NOW = _at(2026, 11, 22, 4, 53, 5)
+RFC_EXAMPLE = _at(1994, 11, 6, 8, 49, 37)
+
+HTTP_DATES = [
+    # the three forms of RFC 9110 5.6.7, with its own example
+    ("Sun, 06 Nov 1994 08:49:37 GMT", RFC_EXAMPLE),
+    ("Sunday, 06-Nov-94 08:49:37 GMT", RFC_EXAMPLE),
+    ("Sun Nov  6 08:49:37 1994", RFC_EXAMPLE),
+    ("Sun Nov 06 08:49:37 1994", RFC_EXAMPLE),  # date3 allows 2DIGIT too
+    ("Sun Nov 16 08:49:37 1994", _at(1994, 11, 16, 8, 49, 37)),
+    # every month name, day boundaries, a leap day
+    ("Thu, 01 Jan 1970 00:00:00 GMT", 0),
+    ("Tue, 28 Feb 2023 23:59:59 GMT", _at(2023, 2, 28, 23, 59, 59)),
+    ("Thu, 29 Feb 2024 12:00:00 GMT", _at(2024, 2, 29, 12)),
+    ("Wed, 31 Mar 2027 00:00:00 GMT", _at(2027, 3, 31)),
+    ("Fri, 30 Apr 2027 00:00:00 GMT", _at(2027, 4, 30)),
+    ("Mon, 31 May 2027 00:00:00 GMT", _at(2027, 5, 31)),
+    ("Wed, 30 Jun 2027 00:00:00 GMT", _at(2027, 6, 30)),
+    ("Sat, 31 Jul 2027 00:00:00 GMT", _at(2027, 7, 31)),
+    ("Tue, 31 Aug 2027 00:00:00 GMT", _at(2027, 8, 31)),
+    ("Thu, 30 Sep 2027 00:00:00 GMT", _at(2027, 9, 30)),
+    ("Sun, 31 Oct 2027 00:00:00 GMT", _at(2027, 10, 31)),
+    ("Fri, 31 Dec 2027 23:59:59 GMT", _at(2027, 12, 31, 23, 59, 59)),
+    # a leap second is the next second
+    ("Sat, 31 Dec 2016 23:59:60 GMT", _at(2017, 1, 1)),
+    # the weekday is not checked against the date
+    ("Mon, 06 Nov 1994 08:49:37 GMT", RFC_EXAMPLE),
+    # surrounding whitespace is ignored
+    ("  Sun, 06 Nov 1994 08:49:37 GMT\t", RFC_EXAMPLE),
+    # two-digit years (now is 2026): never more than 50 years ahead
+    ("Sunday, 22-Nov-26 04:53:05 GMT", NOW),
+    ("Saturday, 01-Jan-00 00:00:00 GMT", _at(2000, 1, 1)),
+    ("Wednesday, 01-Jan-76 00:00:00 GMT", _at(2076, 1, 1)),
+    ("Friday, 01-Jan-77 00:00:00 GMT", _at(1977, 1, 1)),
+    ("Friday, 31-Dec-99 23:59:59 GMT", _at(1999, 12, 31, 23, 59, 59)),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), HTTP_DATES)
+def test_parse_http_date(text: str, expected: int) -> None:
+    assert parse_http_date(text, NOW) == expected
+
+
+NOT_HTTP_DATES = [
+    "",
+    "   ",
+    "now",
+    "0",
+    "120",
+    # a zone other than GMT, or none where one is required
+    "Sun, 06 Nov 1994 08:49:37 UTC",
+    "Sun, 06 Nov 1994 08:49:37 +0000",
+    "Sun, 06 Nov 1994 08:49:37",
+    "Sun Nov  6 08:49:37 1994 GMT",
+    # names are case-sensitive and must be real
+    "sun, 06 Nov 1994 08:49:37 GMT",
+    "Sun, 06 NOV 1994 08:49:37 GMT",
+    "Sun, 06 Nox 1994 08:49:37 GMT",
+    "Sunday, 06 Nov 1994 08:49:37 GMT",  # the long day name belongs to RFC 850 only
+    "Sun, 06-Nov-94 08:49:37 GMT",  # ... and RFC 850 needs it
+    # field widths
+    "Sun, 6 Nov 1994 08:49:37 GMT",
+    "Sun, 06 Nov 94 08:49:37 GMT",
+    "Sun, 06 Nov 1994 8:49:37 GMT",
+    "Sunday, 06-Nov-1994 08:49:37 GMT",
+    "Sun Nov 6 08:49:37 1994",
+    # dates and times that do not exist
+    "Fri, 30 Feb 2024 00:00:00 GMT",
+    "Tue, 29 Feb 2023 00:00:00 GMT",
+    "Sun, 31 Nov 1994 08:49:37 GMT",
+    "Sun, 00 Nov 1994 08:49:37 GMT",
+    "Sun, 06 Nov 1994 24:00:00 GMT",
+    "Sun, 06 Nov 1994 08:60:00 GMT",
+    "Sun, 06 Nov 1994 08:49:61 GMT",
+    "Sat, 01 Jan 0000 00:00:00 GMT",
+    # spacing and punctuation
+    "Sun,  06 Nov 1994 08:49:37 GMT",
+    "Sun 06 Nov 1994 08:49:37 GMT",
+    "Sun, 06 Nov 1994 08:49:37 GMT, Mon, 07 Nov 1994 08:49:37 GMT",
+    "Sun, 06 Nov 1994 08.49.37 GMT",
+    # digits that are not ASCII
+    "Sun, ٠٦ Nov 1994 08:49:37 GMT",
+]
+
+
+@pytest.mark.parametrize("text", NOT_HTTP_DATES)
+def test_parse_http_date_refuses_junk(text: str) -> None:
+    assert parse_http_date(text, NOW) is None
+
+
+RETRY_AFTER = [
+    # delta-seconds
+    ("0", None, 0),
+    ("1", None, 1000),
+    ("120", None, 120_000),
+    (" 120 ", None, 120_000),
+    ("0000120", None, 120_000),
+    ("86400", None, 86_400_000),
+    # beyond 2^31 seconds it is 2^31 seconds (RFC 9111 1.2.2), however many digits
+    ("2147483648", None, 2**31 * 1000),
+    ("99999999999", None, 2**31 * 1000),
+    ("9" * 5000, None, 2**31 * 1000),
+    ("0" * 5000 + "7", None, 7000),
+    # an HTTP-date, counted from when the response was received
+    ("Sun, 22 Nov 2026 04:55:05 GMT", None, 120_000),
+    ("Sunday, 22-Nov-26 04:55:05 GMT", None, 120_000),
+    ("Sun Nov 22 04:55:05 2026", None, 120_000),
+    ("Sun, 22 Nov 2026 04:53:05 GMT", None, 0),
+    # ... a date in the past asks for no wait
+    ("Sun, 06 Nov 1994 08:49:37 GMT", None, 0),
+    # ... or from the response's own Date when that is valid (the server's clock is 10 min slow)
+    ("Sun, 22 Nov 2026 04:45:05 GMT", "Sun, 22 Nov 2026 04:43:05 GMT", 120_000),
+    ("Sun, 22 Nov 2026 04:45:05 GMT", "Sun Nov 22 04:43:05 2026", 120_000),
+    ("Sun, 22 Nov 2026 04:55:05 GMT", "Sun, 22 Nov 2026 04:56:05 GMT", 0),
+    # ... and a bad Date is ignored
+    ("Sun, 22 Nov 2026 04:55:05 GMT", "yesterday", 120_000),
+    ("Sun, 22 Nov 2026 04:55:05 GMT", "", 120_000),
+]
+
+
+@pytest.mark.parametrize(("value", "date", "expected"), RETRY_AFTER)
+def test_retry_after(value: str, date: str | None, expected: int) -> None:
+    assert retry_after_ms(value, NOW, date) == expected
+
+
+BAD_RETRY_AFTER = [
+    None,
+    "",
+    " ",
+    "-1",
+    "+120",
+    "1.5",
+    "1e3",
+    "0x10",
+    "1 20",
+    "120s",
+    "120, 60",
+    "١٢٠",  # Arabic-Indic digits: str.isdigit() would accept them
+    "²",
+    "soon",
+    "Sun, 06 Nov 1994 08:49:37 UTC",
+    "Fri, 30 Feb 2024 00:00:00 GMT",
+    "Sun, 06 Nov 1994 08:49:37 GMT; 120",
+]
+
+
+@pytest.mark.parametrize("value", BAD_RETRY_AFTER)
+def test_retry_after_ignores_bad_values(value: str | None) -> None:
+    assert retry_after_ms(value, NOW) is None
+    assert retry_after_ms(value, NOW, "Sun, 22 Nov 2026 04:53:05 GMT") is None
+
+
+# -- classification ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("http_status", "reason", "signal"),
+    [
+        (200, "", Signal.SUCCESS),
+        (204, "", Signal.SUCCESS),
+        (301, "http:301", Signal.SUCCESS),
+        (304, "http:304", Signal.SUCCESS),
+        (404, "http:404", Signal.SUCCESS),
+        (403, "http:403", Signal.SUCCESS),
+        (200, "content-type:filtered", Signal.SUCCESS),
+        (429, "http:429", Signal.FAILURE),
+        (500, "http:500", Signal.FAILURE),
+        (502, "http:502", Signal.FAILURE),
+        (503, "http:503", Signal.FAILURE),
+        (504, "http:504", Signal.FAILURE),
+        (599, "http:599", Signal.FAILURE),
+        (0, "timeout:connect", Signal.FAILURE),
+        (0, "timeout:read", Signal.FAILURE),
+        (0, "timeout:total", Signal.FAILURE),
+        (0, "connect:refused", Signal.FAILURE),
+        (0, "connect:reset", Signal.FAILURE),
+        (0, "connect:disconnected", Signal.FAILURE),
+        (0, "connect:proxy-unreachable", Signal.FAILURE),
+        (0, "dns:unresolved", Signal.FAILURE),
+        (200, "timeout:read", Signal.FAILURE),  # the body never came
+        # our own refusals and errors, malformed responses: nothing about the host's health
+        (0, "bad-response:payload", Signal.NEUTRAL),
+        (0, "bad-response:header-too-large", Signal.NEUTRAL),
+        (0, "ssrf:private-address", Signal.NEUTRAL),
+        (0, "url:invalid", Signal.NEUTRAL),
+        (0, "fetch:internal:RuntimeError", Signal.NEUTRAL),
+        (0, "", Signal.NEUTRAL),
+    ],
+)
+def test_classify(http_status: int, reason: str, signal: Signal) -> None:
+    assert classify(http_status, reason) is signal
+
+
+# -- exponential back-off ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("base", "cap", "failures", "delay"),
+    [
+        (5.0, 600.0, 0, 0),
+        (5.0, 600.0, -1, 0),
+        (5.0, 600.0, 1, 5_000),
+        (5.0, 600.0, 2, 10_000),
+        (5.0, 600.0, 3, 20_000),
+        (5.0, 600.0, 4, 40_000),
+        (5.0, 600.0, 7, 320_000),
+        (5.0, 600.0, 8, 600_000),  # 640 s, capped
+        (5.0, 600.0, 9, 600_000),
+        (5.0, 600.0, 1000, 600_000),
+        (5.0, 600.0, MAX_FAILURES, 600_000),
+        (0.25, 1.0, 1, 250),
+        (0.25, 1.0, 3, 1000),
+        (0.25, 1.0, 4, 1000),
+        (0.0015, 10.0, 1, 2),  # rounded up, never short
+        (0.0, 600.0, 5, 0),  # no exponential back-off
+        (7.0, 7.0, 3, 7_000),
+    ],
+)
+def test_backoff_delay(base: float, cap: float, failures: int, delay: int) -> None:
+    config = _config(backoff_base_seconds=base, backoff_max_seconds=cap)
+
+    assert backoff_delay_ms(failures, config) == delay
+
+
+def test_backoff_delay_doubles_until_the_cap() -> None:
+    config = _config(backoff_base_seconds=1.5, backoff_max_seconds=3600.0)
+    delays = [backoff_delay_ms(n, config) for n in range(1, 40)]
+
+    assert all(later >= earlier for earlier, later in zip(delays, delays[1:], strict=False))
+    for earlier, later in zip(delays, delays[1:], strict=False):
+        assert later == min(2 * earlier, 3_600_000)
+    assert delays[-1] == 3_600_000
+
+
+BACKOFF = _config(
+    backoff_base_seconds=5.0,
+    backoff_max_seconds=600.0,
+    retry_after_max_seconds=3600.0,
+    suspend_after_failures=4,
+    suspend_seconds=1800.0,
+    max_fetch_attempts=3,
+)
+DATE_NOW = "Sun, 22 Nov 2026 04:53:05 GMT"
+
+
+# (status, reason, Retry-After, failures before) -> (failures, wait ms or None, retryable,
+#  suspended, Retry-After kept)
+BACK_OFF = [
+    # a success resets the count and holds nothing back
+    (200, "", None, 0, 0, None, False, False, None),
+    (200, "", None, 3, 0, None, False, False, None),
+    (404, "http:404", None, 9, 0, None, False, False, None),
+    (200, "", "120", 2, 0, None, False, False, None),  # Retry-After on a 200 means nothing
+    # neutral outcomes keep the count and hold nothing back
+    (0, "bad-response:payload", None, 2, 2, None, False, False, None),
+    (0, "fetch:internal:KeyError", None, 0, 0, None, False, False, None),
+    # 5xx: exponential back-off, not retryable
+    (500, "http:500", None, 0, 1, 5_000, False, False, None),
+    (500, "http:500", None, 1, 2, 10_000, False, False, None),
+    (502, "http:502", None, 2, 3, 20_000, False, False, None),
+    (500, "http:500", "120", 0, 1, 5_000, False, False, None),  # Retry-After only on 429/503
+    # 503 without (or with a bad) Retry-After: backed off, but the URL is not retried
+    (503, "http:503", None, 0, 1, 5_000, False, False, None),
+    (503, "http:503", "soon", 0, 1, 5_000, False, False, None),
+    # 503 with Retry-After: at least that long, retryable
+    (503, "http:503", "120", 0, 1, 120_000, True, False, 120_000),
+    (503, "http:503", "2", 0, 1, 5_000, True, False, 2_000),  # the back-off is longer
+    (503, "http:503", "0", 2, 3, 20_000, True, False, 0),
+    (503, "http:503", "Sun, 22 Nov 2026 05:03:05 GMT", 0, 1, 600_000, True, False, 600_000),
+    (503, "http:503", "Sun, 06 Nov 1994 08:49:37 GMT", 0, 1, 5_000, True, False, 0),
+    # ... capped at retry_after_max_seconds
+    (503, "http:503", "86400", 0, 1, 3_600_000, True, False, 3_600_000),
+    (429, "http:429", "99999999999", 0, 1, 3_600_000, True, False, 3_600_000),
+    # 429: retryable with or without Retry-After
+    (429, "http:429", None, 0, 1, 5_000, True, False, None),
+    (429, "http:429", "junk", 1, 2, 10_000, True, False, None),
+    (429, "http:429", "30", 0, 1, 30_000, True, False, 30_000),
+    # no connection: exponential back-off, retryable
+    (0, "timeout:read", None, 0, 1, 5_000, True, False, None),
+    (0, "connect:refused", None, 2, 3, 20_000, True, False, None),
+    (0, "dns:unresolved", None, 0, 1, 5_000, True, False, None),
+    # the 4th failure in a row suspends; every later failure too (a failed probe)
+    (500, "http:500", None, 3, 4, 1_800_000, False, True, None),
+    (0, "timeout:connect", None, 3, 4, 1_800_000, True, True, None),
+    (0, "timeout:connect", None, 4, 5, 1_800_000, True, True, None),
+    (0, "timeout:connect", None, 40, 41, 1_800_000, True, True, None),
+    # ... unless the server asked for longer
+    (429, "http:429", "3000", 3, 4, 3_000_000, True, True, 3_000_000),
+    (429, "http:429", "60", 3, 4, 1_800_000, True, True, 60_000),
+    # the count saturates
+    (500, "http:500", None, MAX_FAILURES, MAX_FAILURES, 1_800_000, False, True, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "retry_after", "before", "failures", "wait", "retryable", "suspended",
+     "kept"),
+    BACK_OFF,
+)
+def test_back_off(
+    status: int, reason: str, retry_after: str | None, before: int, failures: int,
+    wait: int | None, retryable: bool, suspended: bool, kept: int | None,
+) -> None:
+    received = NOW + 250
+
+    result = back_off(status, reason, retry_after, DATE_NOW, before, received, BACKOFF)
+
+    assert result == BackOff(
+        failures,
+        0 if wait is None else received + wait,
+        retryable,
+        suspended,
+        kept,
+    )
+
+
+def test_back_off_without_date_counts_a_retry_after_date_from_the_response_end() -> None:
+    result = back_off(
+        429, "http:429", "Sun, 22 Nov 2026 04:55:05 GMT", None, 0, NOW + 1000, BACKOFF
+    )
+
+    assert result.not_before_ms == NOW + 120_000
+    assert result.retry_after_ms == 119_000
+
+
+def test_suspension_off_never_suspends() -> None:
+    config = dataclasses.replace(BACKOFF, suspend_after_failures=0)
+    failures = 0
+    for _ in range(100):
+        result = back_off(0, "connect:refused", None, None, failures, NOW, config)
+        failures = result.failures
+
+        assert not result.suspended
+        assert result.not_before_ms <= NOW + 600_000
+    assert failures == 100
+
+
+def test_a_host_failing_for_ever_goes_through_back_off_then_suspension_then_probes() -> None:
+    """The clock moves to each allowed start; the waits grow, cap, then stay at suspension."""
+    now, failures, waits = NOW, 0, []
+    for _ in range(8):
+        result = back_off(0, "timeout:connect", None, None, failures, now, BACKOFF)
+        waits.append((result.not_before_ms - now, result.suspended))
+        now, failures = result.not_before_ms, result.failures
+
+    assert waits == [
+        (5_000, False), (10_000, False), (20_000, False),
+        (1_800_000, True), (1_800_000, True), (1_800_000, True), (1_800_000, True),
+        (1_800_000, True),
+    ]
+    recovered = back_off(200, "", None, None, failures, now, BACKOFF)
+    assert recovered == BackOff(0)
+    again = back_off(500, "http:500", None, None, recovered.failures, now, BACKOFF)
+    assert again.not_before_ms - now == 5_000  # starts over from the base
+
+
+@pytest.mark.parametrize(
+    ("max_attempts", "attempts", "retry"),
+    [
+        (3, 1, True),
+        (3, 2, True),
+        (3, 3, False),
+        (3, 4, False),
+        (1, 1, False),
+        (2, 1, True),
+        (2, 2, False),
+    ],
+)
+def test_may_retry(max_attempts: int, attempts: int, retry: bool) -> None:
+    assert may_retry(attempts, _config(max_fetch_attempts=max_attempts)) is retry
+
+
+# -- configuration ----------------------------------------------------------------------------
+
+
+def test_backoff_defaults() -> None:
+    config = PolitenessSection()
+
+    assert config.retry_after_max_seconds == 3600.0
+    assert config.backoff_base_seconds == 5.0
+    assert config.backoff_max_seconds == 600.0
+    assert config.suspend_after_failures == 10
+    assert config.suspend_seconds == 1800.0
+    assert config.max_fetch_attempts == 3
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"politeness.retry_after_max_seconds": "-1"}, r"^politeness\.retry_after_max_seconds"),
+        ({"politeness.backoff_base_seconds": "nan"}, r"^politeness\.backoff_base_seconds"),
+        ({"politeness.backoff_max_seconds": "1", "politeness.backoff_base_seconds": "2"},
+         r"^politeness\.backoff_max_seconds: must be a number >= backoff_base_seconds"),
+        ({"politeness.suspend_after_failures": "-1"}, r"^politeness\.suspend_after_failures"),
+        ({"politeness.suspend_seconds": "inf"}, r"^politeness\.suspend_seconds"),
+        ({"politeness.max_fetch_attempts": "0"}, r"^politeness\.max_fetch_attempts"),
+        ({"politeness.max_fetch_attempts": "101"}, r"^politeness\.max_fetch_attempts"),
+    ],
+)
+def test_backoff_settings_are_validated(overrides: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, overrides)
+
+
+def test_backoff_settings_override() -> None:
+    config = load_config(None, {
+        "politeness.backoff_base_seconds": "0", "politeness.suspend_after_failures": "0",
+        "politeness.max_fetch_attempts": "1",
+    }).politeness
+
+    assert (config.backoff_base_seconds, config.suspend_after_failures,
+            config.max_fetch_attempts) == (0.0, 0, 1)

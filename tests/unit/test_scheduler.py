@@ -1,19 +1,34 @@
-"""The frontier's per-host decisions (crawl.scheduler), with futures completed by hand."""
+"""The frontier's per-host decisions (crawl.scheduler), with futures completed by hand and a
+clock the tests move: politeness, robots.txt, leases, and the host back-off (Retry-After,
+failures in a row, suspension, retries of a URL)."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from crawl.budget import PageBudget
 from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
-from crawl.frontier import DictStore, HostQueue
+from crawl.frontier import DictStore, HostQueue, QueueEntry
 from crawl.model import FetchResult
 from crawl.robots import RobotsRecord
-from crawl.scheduler import LEASE_PAGE, LEASE_ROBOTS, HostScheduler, HostState
+from crawl.scheduler import (
+    HOST_ROW_FIELDS,
+    HOST_ROW_VERSION,
+    LEASE_PAGE,
+    LEASE_ROBOTS,
+    HostScheduler,
+    HostState,
+    Wake,
+    host_row,
+    host_state,
+    upgrade_host_row,
+)
 from crawl.status import Status
 
 HOST = "example.test"
@@ -21,8 +36,10 @@ POLITENESS = PolitenessSection(delay_seconds=1.0, max_crawl_delay_seconds=30.0,
                                response_time_factor=2.0)
 
 
-def _scheduler(tmp_path: Path, max_pages: int = 0) -> HostScheduler:
-    return HostScheduler(POLITENESS, RobotsSection(), UserAgentSection(),
+def _scheduler(
+    tmp_path: Path, max_pages: int = 0, politeness: PolitenessSection = POLITENESS
+) -> HostScheduler:
+    return HostScheduler(politeness, RobotsSection(), UserAgentSection(),
                          PageBudget(tmp_path / "budget", max_pages))
 
 
@@ -177,3 +194,417 @@ def test_policy_cache_is_bounded_by_robots_text_size(tmp_path: Path) -> None:
     assert scheduler.cached_record("h4.test", 5) is not None
     assert scheduler.cached_record("h0.test", 1) is None  # evicted, least recently used
     assert scheduler.cached_record("h4.test", 6) is None  # another fetch of robots.txt
+
+
+# -- host back-off and retries ----------------------------------------------------------------
+
+BACKOFF = dataclasses.replace(
+    POLITENESS,
+    retry_after_max_seconds=3600.0,
+    backoff_base_seconds=5.0,
+    backoff_max_seconds=40.0,
+    suspend_after_failures=4,
+    suspend_seconds=1800.0,
+    max_fetch_attempts=3,
+)
+
+
+def _answer(
+    url: str, http_status: int, reason: str = "", *, started: int, duration: int = 100,
+    retry_after: str | None = None,
+) -> FetchResult:
+    """A page fetch outcome as the fetcher reports it."""
+    if http_status == 0:
+        status = Status.FETCH_ERROR
+    elif 200 <= http_status < 300:
+        status = Status.FETCHED
+    else:
+        status = Status.HTTP_ERROR
+    headers = [("Retry-After", retry_after)] if retry_after is not None else []
+    return FetchResult(url=url, status=status, reason=reason, http_status=http_status,
+                       response_headers=headers, started_ms=started, duration_ms=duration)
+
+
+def _start(scheduler: HostScheduler, state: HostState, now: int) -> str:
+    """Wake the idle host at ``now``; it must start a page fetch: its URL."""
+    wake = scheduler.wake(HOST, state, None, now)
+    assert wake.start is not None, f"nothing started at {now} (next {state.next_allowed_ms})"
+    assert wake.start.kind == LEASE_PAGE
+    assert state.lease_kind == LEASE_PAGE
+    return wake.start.url
+
+
+def test_429_with_retry_after_puts_the_url_back_first_and_holds_the_host(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path, politeness=BACKOFF)
+    state = _state("/a", "/b", robots=_robots())
+    url = _start(scheduler, state, 1000)
+    assert url.endswith("/a")
+
+    wake = scheduler.wake(HOST, state, _done(_answer(url, 429, "http:429", started=1000,
+                                                      retry_after="120")), 1200)
+
+    assert wake.results == []  # nothing reaches the crawl log or the crawl DB yet
+    assert wake.events == ["backoffs", "retries"]
+    assert state.lease_kind == ""
+    assert state.failures == 1
+    assert state.next_allowed_ms == 1100 + 120_000  # from the end of the response
+    assert wake.wake_at_ms == state.next_allowed_ms
+    assert len(state.queue) == 2
+    front = QueueEntry.decode(state.queue.pop())
+    assert front == QueueEntry(f"http://{HOST}/a", "L", f"http://{HOST}/", 1)
+    state.queue.push_front(front.encode())
+
+    early = scheduler.wake(HOST, state, None, 121_099)
+    assert early.start is None
+    assert early.wake_at_ms == 121_100
+
+    again = _start(scheduler, state, 121_100)
+    assert again == url
+    done = scheduler.wake(HOST, state, _done(_answer(url, 200, started=121_100)), 121_300)
+    assert [r.status for r in done.results] == [Status.FETCHED]
+    assert done.results[0].hops == ""  # the result is the fetcher's, as for any fetch
+    assert done.events == []
+    assert state.failures == 0
+    assert state.next_allowed_ms == 121_200 + 1000  # politeness only, once it succeeds
+    assert _start(scheduler, state, 122_200).endswith("/b")
+
+
+def test_retries_stop_after_max_attempts_and_the_last_outcome_is_recorded(
+    tmp_path: Path,
+) -> None:
+    scheduler = _scheduler(tmp_path, politeness=BACKOFF)
+    state = _state("/a", "/b", robots=_robots())
+    now, ends, events = 1000, [], []
+    for attempt in range(1, 4):
+        if ends:
+            now = state.next_allowed_ms
+        url = _start(scheduler, state, now)
+        assert url.endswith("/a")
+        answer = _answer(url, 0, "timeout:read", started=now, duration=2000)
+        wake = scheduler.wake(HOST, state, _done(answer), now + 2010)
+        ends.append(now + 2000)
+        events.append(wake.events)
+        if attempt < 3:
+            assert wake.results == []
+            assert QueueEntry.decode(state.queue.pop()).attempts == attempt
+            state.queue.push_front(QueueEntry(url, "L", f"http://{HOST}/", attempt).encode())
+
+    assert events == [["backoffs", "retries"], ["backoffs", "retries"],
+                      ["backoffs", "retries.exhausted"]]
+    assert [(r.url, r.status, r.reason) for r in wake.results] == [
+        (f"http://{HOST}/a", Status.FETCH_ERROR, "timeout:read")
+    ]
+    assert state.failures == 3
+    assert state.next_allowed_ms == ends[2] + 20_000
+    assert len(state.queue) == 1
+    assert _start(scheduler, state, state.next_allowed_ms).endswith("/b")
+
+
+def test_one_attempt_in_all_means_no_retry(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path, politeness=dataclasses.replace(BACKOFF, max_fetch_attempts=1))
+    state = _state("/a", robots=_robots())
+    url = _start(scheduler, state, 1000)
+
+    wake = scheduler.wake(HOST, state, _done(_answer(url, 0, "connect:refused", started=1000)),
+                          1200)
+
+    assert [r.reason for r in wake.results] == ["connect:refused"]
+    assert wake.events == ["backoffs"]
+    assert len(state.queue) == 0
+    assert state.next_allowed_ms == 1100 + 5000
+
+
+def test_503_without_retry_after_is_recorded_at_once_and_backs_the_host_off(
+    tmp_path: Path,
+) -> None:
+    scheduler = _scheduler(tmp_path, politeness=BACKOFF)
+    state = _state("/a", "/b", robots=_robots())
+    url = _start(scheduler, state, 1000)
+
+    wake = scheduler.wake(HOST, state, _done(_answer(url, 503, "http:503", started=1000)), 1200)
+
+    assert [(r.status, r.reason) for r in wake.results] == [(Status.HTTP_ERROR, "http:503")]
+    assert wake.events == ["backoffs"]
+    assert state.failures == 1
+    assert state.next_allowed_ms == 1100 + 5000
+    assert wake.wake_at_ms == 6100
+    assert _start(scheduler, state, 6100).endswith("/b")
+
+
+def test_5xx_in_a_row_back_off_exponentially_up_to_the_cap_and_a_success_resets(
+    tmp_path: Path,
+) -> None:
+    config = dataclasses.replace(BACKOFF, suspend_after_failures=0)
+    scheduler = _scheduler(tmp_path, politeness=config)
+    state = _state(*[f"/p/{n}" for n in range(8)], robots=_robots())
+    now, waits = 1000, []
+    for n in range(7):
+        url = _start(scheduler, state, now)
+        status = 200 if n == 5 else 500
+        wake = scheduler.wake(HOST, state, _done(_answer(url, status, f"http:{status}",
+                                                         started=now, duration=50)), now + 60)
+        assert len(wake.results) == 1  # a 500 is not retried
+        waits.append(state.next_allowed_ms - (now + 50))
+        now = state.next_allowed_ms
+
+    # 5 s x 2^(n-1), capped at 40 s; the success waits only the politeness delay, and the
+    # next failure starts over from the base
+    assert waits == [5000, 10_000, 20_000, 40_000, 40_000, 1000, 5000]
+
+
+def test_politeness_spacing_wins_over_a_shorter_back_off(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path, politeness=BACKOFF)
+    state = _state("/a", "/b", robots=_robots())
+    url = _start(scheduler, state, 1000)
+
+    # 2 x a 4 s response beats the 5 s back-off
+    scheduler.wake(HOST, state, _done(_answer(url, 500, "http:500", started=1000,
+                                              duration=4000)), 5100)
+
+    assert state.next_allowed_ms == 5000 + 8000
+
+
+def test_a_failing_host_is_suspended_with_its_queue_kept_and_resumes(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path, politeness=BACKOFF)
+    state = _state("/1", "/2", "/3", "/4", robots=_robots())
+    now, log = 1000, []
+    # /1 fails 3 times (recorded), then /2 fails: the 4th failure in a row suspends the host
+    for _ in range(4):
+        url = _start(scheduler, state, now)
+        wake = scheduler.wake(HOST, state, _done(_answer(url, 0, "connect:refused",
+                                                         started=now)), now + 100)
+        log.append((url.rsplit("/", 1)[1], [r.reason for r in wake.results], wake.events))
+        now = state.next_allowed_ms
+
+    assert log == [
+        ("1", [], ["backoffs", "retries"]),
+        ("1", [], ["backoffs", "retries"]),
+        ("1", ["connect:refused"], ["backoffs", "retries.exhausted"]),
+        ("2", [], ["suspensions", "retries"]),
+    ]
+    suspended_at = now - 1_800_000
+    assert state.failures == 4
+    assert wake.wake_at_ms == now  # the host sleeps until the suspension ends
+    assert len(state.queue) == 3  # /2 (to retry), /3 and /4 wait: nothing is dropped
+    for moment in (suspended_at + 1, suspended_at + 900_000, now - 1):
+        idle = scheduler.wake(HOST, state, None, moment)
+        assert idle.start is None
+        assert idle.results == []
+        assert idle.wake_at_ms == now
+
+    # the suspension ends: one request probes the host; it fails: suspended again
+    url = _start(scheduler, state, now)
+    assert url.endswith("/2")
+    wake = scheduler.wake(HOST, state, _done(_answer(url, 0, "timeout:connect", started=now)),
+                          now + 100)
+    assert wake.events == ["suspensions", "retries"]
+    assert state.next_allowed_ms == now + 100 + 1_800_000
+    # the next probe succeeds: the count is reset and the host goes at its normal pace
+    now = state.next_allowed_ms
+    url = _start(scheduler, state, now)
+    assert url.endswith("/2")
+    wake = scheduler.wake(HOST, state, _done(_answer(url, 200, started=now)), now + 100)
+    assert [r.status for r in wake.results] == [Status.FETCHED]
+    assert state.failures == 0
+    assert state.next_allowed_ms == now + 100 + 1000
+    assert _start(scheduler, state, now + 1100).endswith("/3")
+
+
+def test_retry_after_on_robots_txt_holds_the_host(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path, politeness=BACKOFF)
+    state = _state("/a")
+    first = scheduler.wake(HOST, state, None, 1000)
+    assert first.start is not None
+    assert first.start.kind == LEASE_ROBOTS
+    answer = _answer(first.start.url, 429, "http:429", started=1000, retry_after="60")
+
+    wake = scheduler.wake(HOST, state, _done(answer), 1200)
+
+    assert [r.hops for r in wake.results] == ["P"]  # robots.txt is never retried as a page
+    assert state.failures == 1
+    assert state.next_allowed_ms == 1100 + 60_000
+    assert scheduler.wake(HOST, state, None, 61_099).start is None
+    assert _start(scheduler, state, 61_100).endswith("/a")
+
+
+def test_a_lost_lease_of_a_retry_keeps_its_attempts(tmp_path: Path) -> None:
+    """After a restore the retry under a lease is fetched again with its count: a lost fetch
+    is not an attempt."""
+    scheduler = _scheduler(tmp_path, politeness=BACKOFF)
+    state = _state("/b", robots=_robots())
+    state.lease_kind = LEASE_PAGE
+    state.lease_payload = QueueEntry(f"http://{HOST}/a", "L", "", 2).encode()
+    state.failures = 2
+
+    url = _start(scheduler, state, 1000)
+    assert url.endswith("/a")
+    wake = scheduler.wake(HOST, state, _done(_answer(url, 429, "http:429", started=1000)), 1200)
+
+    assert [r.reason for r in wake.results] == ["http:429"]  # the third attempt: recorded
+    assert wake.events == ["backoffs", "retries.exhausted"]
+    assert state.failures == 3
+
+
+def test_a_retry_is_a_fetch_for_the_page_budget(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path, max_pages=2, politeness=BACKOFF)
+    state = _state("/a", "/b", robots=_robots())
+    url = _start(scheduler, state, 1000)
+    scheduler.wake(HOST, state, _done(_answer(url, 429, "http:429", started=1000)), 1200)
+    assert _start(scheduler, state, state.next_allowed_ms) == url
+    scheduler.wake(HOST, state, _done(_answer(url, 200, started=state.lease_started_ms)),
+                   state.lease_started_ms + 200)
+
+    wake = scheduler.wake(HOST, state, None, state.next_allowed_ms)
+
+    assert wake.start is None
+    assert wake.budget_exhausted
+    assert len(state.queue) == 1
+
+
+# -- the host row -----------------------------------------------------------------------------
+
+
+def test_host_row_round_trip() -> None:
+    store = DictStore()
+    state = HostState(HostQueue(store, 3, 9), _robots(), 12_345, 678, LEASE_PAGE,
+                      QueueEntry("http://a.test/", "", "", 1).encode(), 12_000, 4)
+    row = host_row(state, 13_000, 5)
+
+    assert len(row) == len(HOST_ROW_FIELDS)
+    assert dict(zip(HOST_ROW_FIELDS, row, strict=True)) == {
+        "version": HOST_ROW_VERSION, "head": 3, "tail": 9, "next_allowed_ms": 12_345,
+        "last_duration_ms": 678, "lease_kind": LEASE_PAGE,
+        "lease_payload": '["http://a.test/","","",1]', "lease_started_ms": 12_000,
+        "wake_ms": 13_000, "robots_fetched_ms": 5, "failures": 4,
+    }
+    assert upgrade_host_row(row) == row
+    restored = host_state(row, store, state.robots)
+    assert dataclasses.astuple(restored)[1:] == dataclasses.astuple(state)[1:]
+    assert restored.queue.bounds == (3, 9)
+
+
+def test_a_version_1_host_row_is_upgraded_without_failures() -> None:
+    v1 = (1, 0, 2, 5000, 120, "", "", 0, 5000, 77)
+
+    upgraded = upgrade_host_row(v1)
+
+    assert upgraded == (2, 0, 2, 5000, 120, "", "", 0, 5000, 77, 0)
+    state = host_state(upgraded, DictStore(), None)
+    assert (state.next_allowed_ms, state.last_duration_ms, state.failures) == (5000, 120, 0)
+    # every field keeps its position: the operator reads the wake-up and robots.txt time so
+    for name in ("lease_kind", "wake_ms", "robots_fetched_ms"):
+        assert upgraded[HOST_ROW_FIELDS.index(name)] == v1[HOST_ROW_FIELDS.index(name)]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [(3, 0, 0, 0, 0, "", "", 0, 0, 0, 0), (1, 0, 0, 0, 0, "", "", 0, 0, 0, 0),
+     (2, 0, 0, 0, 0, "", "", 0, 0, 0)],
+)
+def test_an_unknown_host_row_layout_is_refused(row: tuple) -> None:
+    with pytest.raises(ValueError, match="unknown host row layout"):
+        upgrade_host_row(row)
+
+
+# -- a host with random troubles, checkpointed at every step ----------------------------------
+
+#: (HTTP status, reason, Retry-After) of an attempt, drawn at random.
+TROUBLES = [
+    (200, "", None),
+    (200, "", None),
+    (404, "http:404", None),
+    (500, "http:500", None),
+    (503, "http:503", None),
+    (503, "http:503", "7"),
+    (429, "http:429", "3"),
+    (429, "http:429", "junk"),
+    (429, "http:429", "Sun, 06 Nov 1994 08:49:37 GMT"),
+    (0, "timeout:read", None),
+    (0, "connect:refused", None),
+    (0, "bad-response:payload", None),
+]
+
+
+def _model_wait_ms(trouble: tuple[int, str, str | None], failures: int) -> tuple[int, int, bool]:
+    """The rules, written out again for the check: (failures after, back-off ms, retryable)."""
+    status, reason, retry_after = trouble
+    if status == 429 or status >= 500 or reason.startswith(("timeout:", "connect:")):
+        failures += 1
+        wait = 1_800_000 if failures >= 4 else min(40_000, 5000 * 2 ** (failures - 1))
+        asked = None
+        if status in (429, 503) and retry_after is not None and retry_after.isdigit():
+            asked = int(retry_after) * 1000
+        elif status in (429, 503) and retry_after is not None and "GMT" in retry_after:
+            asked = 0
+        retryable = status == 429 or (status == 503 and asked is not None) or status == 0
+        return failures, max(wait, asked or 0), retryable
+    return (0 if status else failures), 0, False
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_troubles_keep_one_fetch_in_flight_the_spacing_and_one_outcome_per_url(
+    tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    scheduler = _scheduler(tmp_path, politeness=BACKOFF)
+    store = DictStore()
+    queue = HostQueue(store)
+    urls = [f"http://{HOST}/p/{n}" for n in range(30)]
+    for url in urls:
+        queue.push(json.dumps([url, "L", f"http://{HOST}/"]))
+    now, failures, earliest = 1_795_000_000_000, 0, 0  # November 2026
+    state = HostState(queue, robots=_robots(now=now))
+    attempts: dict[str, list[tuple[int, str, str | None]]] = {url: [] for url in urls}
+    outcomes: dict[str, FetchResult] = {}
+    pending: concurrent.futures.Future[FetchResult] | None = None
+    events: list[str] = []
+    for _ in range(10_000):
+        wake: Wake = scheduler.wake(HOST, state, pending, now)
+        pending = None
+        events.extend(wake.events)
+        for result in wake.results:
+            if result.hops == "P":
+                continue  # robots.txt, fetched again when it expires (suspensions are long)
+            assert result.url not in outcomes, f"{result.url} recorded twice"
+            outcomes[result.url] = result
+        # a checkpoint and a restore at every step: the row is all the host keeps
+        state = host_state(host_row(state, wake.wake_at_ms or 0, 0), store, state.robots)
+        if wake.start is not None:
+            assert now >= earliest, "started before the spacing or the back-off allowed"
+            url = wake.start.url
+            if wake.start.kind == LEASE_ROBOTS:
+                trouble = (200, "", None)
+            else:
+                trouble = rng.choice(TROUBLES)
+                attempts[url].append(trouble)
+            duration = rng.randrange(0, 3000)
+            # looked at while in flight: nothing else starts
+            busy = scheduler.wake(HOST, state, concurrent.futures.Future(), now + duration // 2)
+            assert busy.start is None
+            assert busy.results == []
+            status, reason, retry_after = trouble
+            pending = _done(_answer(url, status, reason, started=now, duration=duration,
+                                    retry_after=retry_after))
+            end = now + duration
+            failures, wait, _ = _model_wait_ms(trouble, failures)
+            earliest = end + max(1000, 2 * duration, wait)
+            now = end + rng.randrange(0, 30)
+            continue
+        if wake.wake_at_ms is None:
+            break
+        assert wake.wake_at_ms == max(earliest, now) or wake.budget_exhausted
+        now = wake.wake_at_ms + rng.randrange(0, 30)  # timers fire a little late
+
+    assert not len(state.queue)
+    assert state.lease_kind == ""
+    assert set(outcomes) == set(urls), "every URL gets exactly one outcome"
+    for url, tried in attempts.items():
+        retryable = [_model_wait_ms(trouble, 0)[2] for trouble in tried]
+        # tried until an attempt that may not be retried, or three times
+        assert 1 <= len(tried) <= 3
+        assert all(retryable[:-1])
+        assert len(tried) == 3 or not retryable[-1]
+        status, reason, _ = tried[-1]
+        assert (outcomes[url].http_status, outcomes[url].reason) == (status, reason)
+    # the troubles were troubling: URLs were retried, some to the end, and the host suspended
+    assert {"backoffs", "retries", "retries.exhausted", "suspensions"} <= set(events)
