@@ -93,6 +93,7 @@ class PolitenessSection:
     max_crawl_delay_seconds: float = 30.0
     response_time_factor: float = 2.0
     retry_after_max_seconds: float = 3600.0
+    backoff_after_failures: int = 2
     backoff_base_seconds: float = 5.0
     backoff_max_seconds: float = 600.0
     suspend_after_failures: int = 10
@@ -108,6 +109,8 @@ class PolitenessSection:
             _check(self, "politeness", key, _non_negative, "a number >= 0")
         _check(self, "politeness", "backoff_max_seconds",
                lambda v: v >= self.backoff_base_seconds, "a number >= backoff_base_seconds")
+        _check(self, "politeness", "backoff_after_failures", lambda v: 1 <= v <= 1000,
+               "an integer from 1 to 1000")
         _check(self, "politeness", "suspend_after_failures", lambda v: 0 <= v <= 1_000_000,
                "an integer from 0 (never) to 1000000")
         _check(self, "politeness", "max_fetch_attempts", lambda v: 1 <= v <= 100,

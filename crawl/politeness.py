@@ -12,7 +12,9 @@ On top of that spacing, a host that is in trouble is backed off (:func:`back_off
 - a **failure** is a 429 or 5xx response, or no usable connection (``timeout:*``,
   ``connect:*``, ``dns:*``); any other response is a **success** and resets the count; our own
   refusals and malformed responses (``http_status`` 0, other reasons) say nothing either way;
-- after the n-th consecutive failure the host waits ``backoff_base_seconds x 2^(n-1)``, at most
+- after the n-th consecutive failure, from the ``backoff_after_failures``-th on (a 429 or 503:
+  from the first, the server says it is overloaded; a single broken page is not a host in
+  trouble), the host waits ``backoff_base_seconds x 2^(n - backoff_after_failures)``, at most
   ``backoff_max_seconds``;
 - a 429 or 503 with a valid ``Retry-After`` (delta-seconds or an HTTP-date, RFC 9110 10.2.3;
   :func:`retry_after_ms`) makes the host wait at least that long, at most
@@ -196,12 +198,14 @@ def classify(http_status: int, reason: str) -> Signal:
     return Signal.NEUTRAL
 
 
-def backoff_delay_ms(failures: int, config: PolitenessSection) -> int:
-    """The exponential back-off after ``failures`` consecutive failures: base x 2^(n-1),
-    at most ``backoff_max_seconds``; 0 without failures."""
-    if failures <= 0 or config.backoff_base_seconds <= 0:
+def backoff_delay_ms(failures: int, config: PolitenessSection, *, overloaded: bool = False) -> int:
+    """The exponential back-off after ``failures`` consecutive failures: base x 2^(n-g), g
+    being ``backoff_after_failures`` (1 when ``overloaded``: a 429 or 503), at most
+    ``backoff_max_seconds``; 0 below g."""
+    grace = 1 if overloaded else config.backoff_after_failures
+    if failures < grace or failures <= 0 or config.backoff_base_seconds <= 0:
         return 0
-    seconds = config.backoff_base_seconds * 2.0 ** min(failures - 1, 64)
+    seconds = config.backoff_base_seconds * 2.0 ** min(failures - grace, 64)
     return _ceil_ms(min(seconds, config.backoff_max_seconds) * 1000.0)
 
 
@@ -252,7 +256,7 @@ def back_off(
     if suspended:
         delay = _ceil_ms(config.suspend_seconds * 1000.0)
     else:
-        delay = backoff_delay_ms(failures, config)
+        delay = backoff_delay_ms(failures, config, overloaded=http_status in (429, 503))
     if waited is not None:
         delay = max(delay, waited)
     retryable = (

@@ -30,6 +30,8 @@ T0 = 1_700_000_000_000
 
 
 def _config(delay: float = 1.0, factor: float = 2.0, **backoff: float) -> PolitenessSection:
+    # Back-off from the first failure unless a test says otherwise.
+    backoff.setdefault("backoff_after_failures", 1)
     return PolitenessSection(
         delay_seconds=delay, max_crawl_delay_seconds=30.0, response_time_factor=factor,
         **backoff,
@@ -587,3 +589,26 @@ def test_backoff_settings_override() -> None:
 
     assert (config.backoff_base_seconds, config.suspend_after_failures,
             config.max_fetch_attempts) == (0.0, 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("http_status", "reason", "failures_before", "waits_ms"),
+    [
+        (500, "http:500", 0, 0),  # one broken page: no back-off (by default)
+        (500, "http:500", 1, 5000),  # the second in a row: the base
+        (502, "http:502", 2, 10000),
+        (0, "timeout:read", 0, 0),
+        (0, "connect:refused", 1, 5000),
+        (429, "http:429", 0, 5000),  # an overloaded server: at once
+        (503, "http:503", 0, 5000),
+        (503, "http:503", 1, 10000),
+    ],
+)
+def test_by_default_back_off_starts_at_the_second_failure_but_at_once_for_429_and_503(
+    http_status: int, reason: str, failures_before: int, waits_ms: int
+) -> None:
+    config = PolitenessSection()
+    assert config.backoff_after_failures == 2
+    result = back_off(http_status, reason, None, None, failures_before, T0, config)
+    assert result.failures == failures_before + 1
+    assert result.not_before_ms == T0 + waits_ms

@@ -32,8 +32,9 @@ from crawl.scheduler import (
 from crawl.status import Status
 
 HOST = "example.test"
+# Back-off from the first failure, so that every failure shows in the scenarios.
 POLITENESS = PolitenessSection(delay_seconds=1.0, max_crawl_delay_seconds=30.0,
-                               response_time_factor=2.0)
+                               response_time_factor=2.0, backoff_after_failures=1)
 
 
 def _scheduler(
