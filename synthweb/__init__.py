@@ -15,19 +15,23 @@ Typical use::
 
 The URL-policy profile (spellings, traps, a link farm, popular pages; off by default) is
 described in :mod:`synthweb.policy`; ``WebConfig().with_url_policy_profile()`` turns it on.
+The hostile profile (Retry-After, trickles, resets, broken encodings, a gzip bomb, huge pages and
+headers, private addresses, odd robots.txt; off by default) is described in
+:mod:`synthweb.hostile`; ``WebConfig().with_hostile_profile()`` turns it on.
 """
 
-from synthweb.audit import PolicyAudit, audit_log, audit_policy
+from synthweb.audit import PolicyAudit, audit_hostile, audit_log, audit_policy
 from synthweb.graph import Link, Page, PageKind, Response, SyntheticWeb, WebConfig
 from synthweb.policy import is_farm, is_trap, trap_area
 from synthweb.requestlog import RequestRecord, read_request_log
 from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind, Rule
 from synthweb.server import SyntheticWebServer, SyntheticWebService
-from synthweb.truth import ExpectedCrawl, PolicyTruth
+from synthweb.truth import ExpectedCrawl, HostileTruth, PolicyTruth
 from synthweb.urls import canonical_url, page_identity
 
 __all__ = [
     "ExpectedCrawl",
+    "HostileTruth",
     "Link",
     "Page",
     "PageKind",
@@ -43,6 +47,7 @@ __all__ = [
     "SyntheticWebServer",
     "SyntheticWebService",
     "WebConfig",
+    "audit_hostile",
     "audit_log",
     "audit_policy",
     "canonical_url",

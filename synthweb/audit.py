@@ -9,6 +9,14 @@ the page identity of its URL (:func:`synthweb.urls.page_identity`), so requests 
 two spellings count as one page requested twice; trap and farm URLs are neither required nor
 refused (nor status-checked), and robots.txt of the trap and farm hosts may be asked.
 :func:`audit_policy` makes the policy's own checks: spellings per page, trap and farm requests.
+
+With the hostile profile (``expected.hostile`` set) :func:`audit_log` also accepts what a
+correct hardened crawler does there: each Retry-After URL requested twice (first answer 429/503,
+then 200), each failing URL once whatever it answered, the robots.txt of every hostile host and
+the targets of robots.txt redirects (any number of times); it reports a private-address request
+as such. :func:`audit_hostile` makes the profile's own checks: no request to a host before the
+Retry-After it was told, none to a private address, none but robots.txt to a host whose
+robots.txt never answered.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from synthweb.requestlog import RequestRecord
 from synthweb.truth import ExpectedCrawl
 from synthweb.urls import page_identity, split_url
 
-__all__ = ["PolicyAudit", "audit_log", "audit_policy"]
+__all__ = ["PolicyAudit", "audit_hostile", "audit_log", "audit_policy"]
 
 
 def audit_log(
@@ -53,6 +61,8 @@ def audit_log(
     counts: Counter[str] = Counter()
     spellings: dict[str, dict[str, None]] = defaultdict(dict)
     truth = expected.policy
+    rough = expected.hostile
+    retried: dict[str, list[RequestRecord]] = defaultdict(list)
     token = expected.agent_token.lower()
     for record in records:
         by_host[record.host].append(record)
@@ -63,9 +73,22 @@ def audit_log(
         counts[url] += 1
         if check_user_agent and token not in record.ua.lower():
             problems.append(f"{url}: User-Agent {record.ua!r} lacks the token {token!r}")
+        if rough is not None:
+            if record.host in rough.private_hosts:
+                problems.append(f"{url}: requested a private address")
+                continue
+            if url in rough.robots_extra:
+                continue
+            if url in rough.retry:
+                retried[url].append(record)
+                continue
+            if url in rough.once:
+                continue
         if record.path == "/robots.txt":
-            if record.host not in expected.robots and (
-                truth is None or record.host not in truth.robots
+            if (
+                record.host not in expected.robots
+                and (truth is None or record.host not in truth.robots)
+                and (rough is None or record.host not in rough.robots)
             ):
                 problems.append(f"{url}: robots.txt of a host the crawl never needed")
             continue
@@ -82,7 +105,13 @@ def audit_log(
                 f"{url}: answered {record.status}, ground truth says {expected.fetch[url]}"
             )
 
+    if rough is not None:
+        problems += _audit_retried(retried, rough.retry, complete)
     for url, count in sorted(counts.items()):
+        if rough is not None and (url in rough.retry or url in rough.robots_extra):
+            continue
+        if rough is not None and split_url(url)[0] in rough.private_hosts:
+            continue
         if count > 1 and not url.endswith("/robots.txt"):
             spelled = list(spellings.get(url, ()))
             as_written = f" (as {', '.join(spelled)})" if len(spelled) > 1 else ""
@@ -94,6 +123,13 @@ def audit_log(
             for host in sorted(expected.robots)
             if not counts[expected.robots_url(host)]
         ]
+        if rough is not None:
+            problems += [f"{url}: never requested" for url in sorted(rough.once) if not counts[url]]
+            problems += [
+                f"{expected.robots_url(host)}: robots.txt never requested"
+                for host in sorted(rough.robots)
+                if not counts[expected.robots_url(host)]
+            ]
 
     for host, host_records in sorted(by_host.items()):
         problems += _audit_host(
@@ -103,6 +139,61 @@ def audit_log(
             response_time_factor,
             tolerance,
         )
+    return problems
+
+
+def _audit_retried(
+    retried: Mapping[str, list[RequestRecord]],
+    wanted: Mapping[str, tuple[int, int]],
+    complete: bool,
+) -> list[str]:
+    problems = []
+    for url, (first, then) in sorted(wanted.items()):
+        records = sorted(retried.get(url, ()), key=lambda r: r.start)
+        if len(records) > 2:
+            problems.append(f"{url}: requested {len(records)} times (Retry-After URL: twice)")
+        if complete and len(records) < 2:
+            problems.append(
+                f"{url}: requested {len(records)} times, not retried after its Retry-After"
+            )
+        for record, status in zip(records, (first, then), strict=False):
+            if record.status != status:
+                problems.append(f"{url}: answered {record.status}, ground truth says {status}")
+    return problems
+
+
+def audit_hostile(
+    records: Iterable[RequestRecord], expected: ExpectedCrawl, *, tolerance: float = 0.02
+) -> list[str]:
+    """The hostile profile's own checks of a request log; one line per problem, empty if none.
+
+    Early retries: a request to a host that starts before the ``retry_at`` (less
+    ``tolerance``) of an earlier answer on that host carrying Retry-After. Private addresses:
+    any request to one. Failed robots.txt: any request other than robots.txt to a host whose
+    robots.txt never answered. ``expected`` must have been computed with the profile on.
+    """
+    rough = expected.hostile
+    if rough is None:
+        raise ValueError("the ground truth has no hostile part (WebConfig.hostile is off)")
+    problems = []
+    by_host: dict[str, list[RequestRecord]] = defaultdict(list)
+    for record in records:
+        by_host[record.host].append(record)
+        if record.host in rough.private_hosts:
+            problems.append(f"{record.url}: requested a private address")
+        elif record.host in rough.robots_failed and record.path != "/robots.txt":
+            problems.append(f"{record.url}: requested, but the host's robots.txt never answered")
+    for host, host_records in sorted(by_host.items()):
+        host_records.sort(key=lambda r: r.start)
+        for i, told in enumerate(host_records):
+            if told.retry_at is None:
+                continue
+            for later in host_records[i + 1 :]:
+                if later.start < told.retry_at - tolerance:
+                    problems.append(
+                        f"{later.url}: requested {told.retry_at - later.start:.3f}s before the "
+                        f"Retry-After that {told.url} told (early retry on {host})"
+                    )
     return problems
 
 

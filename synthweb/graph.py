@@ -33,8 +33,15 @@ import posixpath
 import random
 from collections.abc import Iterable
 
-from synthweb import policy
-from synthweb.robots import GARBAGE_VARIANTS, RobotsFile, RobotsGroup, RobotsKind, build_robots
+from synthweb import hostile, policy
+from synthweb.robots import (
+    GARBAGE_VARIANTS,
+    RobotsFile,
+    RobotsGroup,
+    RobotsKind,
+    Rule,
+    build_robots,
+)
 from synthweb.truth import DEFAULT_AGENT_TOKEN, ExpectedCrawl, expected_crawl
 from synthweb.urls import (
     canonical_url,
@@ -121,6 +128,22 @@ class WebConfig:
     #: Pages linked from many other hosts (a skewed, graded in-degree); 0: none.
     popular_pages: int = 0
 
+    # -- the hostile profile (synthweb.hostile); off unless ``hostile`` is on -----------------
+
+    #: Serve the hostile hosts x-*.synth.test and answer private addresses (421), all linked
+    #: from h0's home page.
+    hostile: bool = False
+    #: Seconds that Retry-After tells on x-retry.synth.test.
+    hostile_retry_after: int = 2
+    #: Seconds over which x-trickle.synth.test/trickle sends its body.
+    hostile_trickle_seconds: float = 120.0
+    #: Seconds x-robots-stall.synth.test holds its robots.txt request before closing it unanswered.
+    hostile_robots_stall_seconds: float = 90.0
+    #: Bytes of x-broken.synth.test/big.
+    hostile_big_page_bytes: int = 20 * 1024 * 1024
+    #: Decompressed bytes of the gzip bomb x-broken.synth.test/bomb.
+    hostile_bomb_bytes: int = 1 << 30
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
@@ -164,6 +187,17 @@ class WebConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
                 raise ValueError(f"WebConfig.{name} must be an integer >= {least}, got {value!r}")
+        for name, least in (
+            ("hostile_retry_after", 1),
+            ("hostile_big_page_bytes", 100),
+            ("hostile_bomb_bytes", 1),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < least:
+                raise ValueError(f"WebConfig.{name} must be an integer >= {least}, got {value!r}")
+        for name in ("hostile_trickle_seconds", "hostile_robots_stall_seconds"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"WebConfig.{name} must be positive, got {getattr(self, name)!r}")
 
     @property
     def url_policy_on(self) -> bool:
@@ -182,6 +216,12 @@ class WebConfig:
             "farm_links_per_page": 20,
             "popular_pages": 8,
         }
+        profile.update(changes)
+        return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
+
+    def with_hostile_profile(self, **changes: object) -> WebConfig:
+        """This configuration with the hostile profile on; ``changes`` override its fields."""
+        profile: dict[str, object] = {"hostile": True}
         profile.update(changes)
         return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
 
@@ -295,6 +335,10 @@ class Response:
     headers: tuple[tuple[str, str], ...]
     body: bytes
     delay: float = 0.0
+    #: Hostile profile: the epoch time Retry-After names (logged as ``retry_at``).
+    retry_at: float | None = None
+    #: Hostile profile: the fault this answer shows (logged as ``fault``); "" for none.
+    fault: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -390,11 +434,17 @@ class SyntheticWeb:
         names = [policy.TRAP_HOST] if self.config.traps else []
         return names + [policy.farm_host_name(i) for i in range(self.config.farm_hosts)]
 
+    def hostile_host_names(self) -> list[str]:
+        """The hosts of the hostile profile (:data:`synthweb.hostile.HOSTILE_HOSTS`), if on."""
+        return list(hostile.HOSTILE_HOSTS) if self.config.hostile else []
+
     def is_host(self, host: str) -> bool:
         """Whether ``host`` (lower-case, no port) is a host of this web (profile hosts too)."""
         index = host_index(host)
         if index is not None:
             return index < self.config.hosts
+        if self.config.hostile and hostile.is_hostile_host(host):
+            return True
         return self._is_policy_host(host)
 
     def _is_policy_host(self, host: str) -> bool:
@@ -414,6 +464,11 @@ class SyntheticWeb:
             return RobotsFile(
                 host, RobotsKind.UNAVAILABLE, "unknown-host", 502, "text/plain", body, ()
             )
+        if host_index(host) is None and hostile.is_hostile_host(host):
+            robots = self._policy_robots.get(host)
+            if robots is None:
+                robots = self._policy_robots[host] = _hostile_robots(host)
+            return robots
         if host_index(host) is None:
             robots = self._policy_robots.get(host)
             if robots is None:
@@ -438,6 +493,8 @@ class SyntheticWeb:
         if not self.is_host(host):
             return None
         if host_index(host) is None:
+            if hostile.is_hostile_host(host):
+                return self._hostile_page(host, path)
             return self._policy_page(host, path)
         plan = self._plan(host)
         number = plan.numbers.get(path)
@@ -448,6 +505,8 @@ class SyntheticWeb:
         so it raises ValueError)."""
         if host == policy.TRAP_HOST:
             raise ValueError(f"{host} has infinitely many pages")
+        if self.config.hostile and hostile.is_hostile_host(host):
+            return [p for p in map(self._hostile_page, [host] * 99, hostile.paths(host)) if p]
         farm = policy.farm_host_index(host)
         if farm is not None and farm < self.config.farm_hosts:
             return [self._farm_page(farm, n) for n in range(self.config.farm_pages_per_host)]
@@ -687,6 +746,8 @@ class SyntheticWeb:
         links = self._draw_links(rng, plan, number, url)
         if self.config.url_policy_on:
             links = self._policy_links(plan, number, url, links)
+        if self.config.hostile and index == 0 and number == 0:
+            links += tuple(Link(href, target) for href, target in hostile.entry_links())
         gzipped = rng.random() < self.config.gzip_share
         return Page(url, kind, 200, content_type, links=links, delay=delay, gzip=gzipped)
 
@@ -929,7 +990,61 @@ class SyntheticWeb:
             )
         return page
 
+    # -- building the hostile profile -------------------------------------------------------
+
+    def _hostile_page(self, host: str, path: str) -> Page | None:
+        kind = hostile.role(host, path)
+        if kind is None:
+            return None
+        url = f"http://{host}{path}"
+        html_type = "text/html; charset=utf-8"
+        if kind == "redirect":
+            location = hostile.redirect_location(host, path)
+            return Page(
+                url, PageKind.REDIRECT, 302, html_type, location=location, redirect_to=location
+            )
+        links: tuple[Link, ...] = ()
+        if kind == "home":
+            links = tuple(Link(href, target) for href, target in hostile.home_links(host))
+        elif kind == "retry":
+            links = (Link("/", f"http://{host}/"),)
+        return Page(url, PageKind.HTML, 200, html_type, links=links)
+
+    def _hostile_response(self, host: str, path: str) -> Response:
+        """The stateless answers of a hostile host (the server handles retries and streams)."""
+        config = self.config
+        robots = hostile.robots_answer(host, path)
+        if robots is not None and host != hostile.ROBOTS_STALL_HOST:
+            return Response(*robots)
+        html_type = (("Content-Type", "text/html; charset=utf-8"),)
+        kind = hostile.role(host, path)
+        page = self._hostile_page(host, path)
+        if page is None:
+            return Response(404, html_type, _ERROR_404)
+        if page.kind is PageKind.REDIRECT:
+            assert page.location is not None
+            headers = html_type + (("Location", page.location),)
+            return Response(302, headers, b"<html><body><p>Moved</p></body></html>\n")
+        if kind == "bad-gzip":
+            headers = html_type + (("Content-Encoding", "gzip"),)
+            return Response(200, headers, hostile.bad_gzip(), fault=kind)
+        if kind == "bomb":
+            headers = html_type + (("Content-Encoding", "gzip"),)
+            return Response(200, headers, hostile.gzip_bomb(config.hostile_bomb_bytes), fault=kind)
+        if kind == "big":
+            return Response(
+                200, html_type, hostile.big_page(config.hostile_big_page_bytes), fault=kind
+            )
+        body = hostile.html_page(page.url, tuple((lk.href, lk.url or "") for lk in page.links))
+        if kind == "huge-header":
+            return Response(200, html_type + hostile.huge_header(), body, fault=kind)
+        if kind == "many-headers":
+            return Response(200, html_type + hostile.many_headers(), body, fault=kind)
+        return Response(200, html_type, body)
+
     def _build_response(self, host: str, path: str, accept_gzip: bool) -> Response:
+        if self.config.hostile and hostile.is_hostile_host(host):
+            return self._hostile_response(host, path)
         if not self.is_host(host):
             body = f"502 Bad Gateway: cannot resolve {host}\n".encode()
             return Response(502, (("Content-Type", "text/plain; charset=utf-8"),), body)
@@ -995,6 +1110,32 @@ class SyntheticWeb:
 
 _ERROR_404 = b"<html><body><h1>404 Not Found</h1></body></html>\n"
 _ERROR_500 = b"<html><body><h1>500 Internal Server Error</h1></body></html>\n"
+
+
+def _hostile_robots(host: str) -> RobotsFile:
+    """What the robots.txt of a hostile host means (see :mod:`synthweb.hostile`)."""
+    text = "text/plain; charset=utf-8"
+    if host == hostile.ROBOTS_STALL_HOST:
+        # Never answered: the model says 504 (what a proxy would), RFC 9309 says disallow all.
+        return RobotsFile(host, RobotsKind.UNAVAILABLE, "stall", 504, text, b"", ())
+    status, _, body = hostile.robots_answer(host, "/robots.txt") or (200, (), hostile.ALLOW_ALL)
+    if host == hostile.ROBOTS_MOVED_HOST:
+        groups: tuple[RobotsGroup, ...] = (RobotsGroup(("*",), (Rule(False, "/secret/"),)),)
+        target = hostile.robots_answer(host, "/robots-moved.txt")
+        assert target is not None
+        return RobotsFile(host, RobotsKind.NORMAL, "redirect-once", status, text, target[2], groups)
+    if host == hostile.ROBOTS_CHAIN_HOST:
+        # More than 5 redirects: "unavailable" (allow all), and the last target allows all too.
+        return RobotsFile(
+            host, RobotsKind.NORMAL, "redirect-chain", status, text, hostile.ALLOW_ALL, ()
+        )
+    if host == hostile.ROBOTS_BIG_HOST:
+        # Only the first 500 KiB count: Disallow: /late/ comes after them.
+        groups = (RobotsGroup(("*",), (Rule(False, "/private/"),)),)
+        return RobotsFile(host, RobotsKind.NORMAL, "over-500KiB", status, text, body, groups)
+    return RobotsFile(
+        host, RobotsKind.NORMAL, "allow-all", status, text, body, (RobotsGroup(("*",), ()),)
+    )
 
 
 def _assign_robots_kinds(config: WebConfig) -> list[RobotsKind]:

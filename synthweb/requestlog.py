@@ -4,8 +4,12 @@ Fields: ``start`` (epoch seconds when the request head was fully received), ``en
 seconds when the last byte of the response was handed to the socket), ``host`` (lower-case, no
 port), ``path`` (as requested, with the query), ``method``, ``status``, ``bytes`` (body bytes sent;
 0 for HEAD), ``ua`` (the User-Agent header, empty if none). A line also has ``"aborted": true``
-when the client had gone before a delayed response could be sent. Requests to the server's own
-address (control and info pages) are not logged.
+when the client had gone before a delayed response could be sent (or, with the hostile profile,
+before a trickled or stalled one was finished: ``end`` is then when the connection was lost).
+With the hostile profile (:mod:`synthweb.hostile`) a line may also have ``retry_at`` (epoch
+seconds named by the ``Retry-After`` sent: the client must not come back to the host before)
+and ``fault`` (the misbehaviour served: ``trickle``, ``reset``, ``stall``, ``private-address``
+...). Requests to the server's own address (control and info pages) are not logged.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class RequestRecord:
     bytes: int
     ua: str
     aborted: bool = False
+    retry_at: float | None = None
+    fault: str = ""
 
     @property
     def url(self) -> str:
@@ -80,6 +86,8 @@ class RequestLogWriter:
         body_bytes: int,
         ua: str,
         aborted: bool = False,
+        retry_at: float | None = None,
+        fault: str = "",
     ) -> None:
         """Buffer one record."""
         record = {
@@ -94,6 +102,10 @@ class RequestLogWriter:
         }
         if aborted:
             record["aborted"] = True
+        if retry_at is not None:
+            record["retry_at"] = retry_at
+        if fault:
+            record["fault"] = fault
         self._lines.append(json.dumps(record, ensure_ascii=False))
 
     def flush(self) -> None:

@@ -5,9 +5,16 @@ The crawler is configured with this server as its HTTP proxy, so requests arrive
 well. A host that is not part of the web gets ``502 Bad Gateway``, as from a proxy whose DNS
 lookup failed; with the URL-policy profile on (:mod:`synthweb.policy`) the trap host and the farm
 hosts are part of the web, and every spelling of a URL gets its page. Requests whose host is the
-server's own address (an IP literal or ``localhost``) reach its control pages instead: ``/`` (an
+server's own address (an IP literal or ``localhost``) reach its control pages instead (with the
+hostile profile, only with an explicit port: port 80 of a private address gets 421, see
+:mod:`synthweb.hostile`): ``/`` (an
 info page listing the seeds), ``/__synthweb/health`` and ``/__synthweb/flush`` (writes the
 request log out before answering).
+
+With the hostile profile the server also keeps state (the URLs it has answered 429/503 with
+``Retry-After``, so the next request of each gets 200) and streams some answers by hand
+(trickle, reset, short body, bad chunking, a robots.txt that never answers) without blocking
+other connections.
 
 Standard library only: an ``asyncio.Protocol`` with a minimal parser, keep-alive and pipelining
 (responses in request order, a slow page holding back the ones behind it), ``Content-Length`` on
@@ -27,9 +34,12 @@ import html
 import http
 import http.client
 import ipaddress
+import math
 import os
 import select
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -37,6 +47,7 @@ import traceback
 from pathlib import Path
 from types import TracebackType
 
+from synthweb import hostile
 from synthweb.graph import Response, SyntheticWeb, WebConfig
 from synthweb.requestlog import RequestLogWriter, RequestRecord, read_request_log
 
@@ -98,6 +109,8 @@ class SyntheticWebService:
         self._date = b""
         self._date_second = -1
         self.address = ""
+        #: Hostile profile: (host, path) answered 429/503 with Retry-After once already.
+        self.refused: set[tuple[str, str]] = set()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Listen on ``host:port`` (0 picks a free port); return ``http://host:port``."""
@@ -137,7 +150,7 @@ class SyntheticWebService:
             self._date = f"Date: {email.utils.formatdate(now, usegmt=True)}\r\n".encode()
         return self._date
 
-    def answer(self, request: _Request) -> Response:
+    def answer(self, request: _Request) -> Response | hostile.Special:
         if request.control:
             return self._control(request)
         if request.method not in ("GET", "HEAD"):
@@ -146,7 +159,34 @@ class SyntheticWebService:
                 (("Allow", "GET, HEAD"), ("Content-Type", "text/plain")),
                 b"405 Method Not Allowed\n",
             )
+        if self.web.config.hostile:
+            answer = self._hostile(request)
+            if answer is not None:
+                return answer
         return self.web.respond(request.host, request.path, accept_gzip=request.accept_gzip)
+
+    def _hostile(self, request: _Request) -> Response | hostile.Special | None:
+        """The answers of the hostile profile that need state or streaming; None: the model's."""
+        config = self.web.config
+        host, path = request.host, request.path
+        if hostile.is_private_host(host):
+            body = f"421 Misdirected Request: {host} is a private address\n".encode()
+            headers = (("Content-Type", "text/plain; charset=utf-8"),)
+            return Response(hostile.PRIVATE_STATUS, headers, body, fault="private-address")
+        if host == hostile.ROBOTS_STALL_HOST and path == "/robots.txt":
+            return hostile.Special.stall(config.hostile_robots_stall_seconds)
+        if host == hostile.RETRY_HOST and path in hostile.RETRY_PATHS:
+            if (host, path) in self.refused:
+                return None
+            self.refused.add((host, path))
+            status, form = hostile.RETRY_PATHS[path]
+            value, at = hostile.retry_after(form, config.hostile_retry_after, time.time())
+            headers = (("Content-Type", "text/plain; charset=utf-8"), ("Retry-After", value))
+            body = f"{status}: come back after {value}\n".encode()
+            return Response(status, headers, body, retry_at=at, fault=f"retry-{status}")
+        if hostile.is_hostile_host(host):
+            return hostile.special(host, path, trickle_seconds=config.hostile_trickle_seconds)
+        return None
 
     def _control(self, request: _Request) -> Response:
         text = ("Content-Type", "text/plain; charset=utf-8")
@@ -185,6 +225,10 @@ class _HttpProtocol(asyncio.Protocol):
         self._paused = False
         # A request asking to close the connection was read: ignore what follows it.
         self._last_request_read = False
+        # Hostile profile: the answer being streamed by hand, its bytes sent and its timer.
+        self._special: tuple[_Request, hostile.Special] | None = None
+        self._special_sent = 0
+        self._special_timer: asyncio.TimerHandle | None = None
 
     # -- asyncio callbacks ------------------------------------------------------------------
 
@@ -196,6 +240,8 @@ class _HttpProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         self._service._connections.discard(self)
+        if self._special is not None:
+            self._end_special(aborted=True)
 
     def data_received(self, data: bytes) -> None:
         if self._closing or self._last_request_read:
@@ -278,6 +324,9 @@ class _HttpProtocol(asyncio.Protocol):
         http10 = version == "HTTP/1.0"
         connection = headers.get("connection", "").lower()
         keep_alive = "keep-alive" in connection if http10 else "close" not in connection
+        control = _is_own_address(host)
+        if control and self._service.web.config.hostile and hostile.is_private_host(host):
+            control = False  # port 80 of a private address: the proxy refuses it, and logs it
         return _Request(
             start=start,
             method=method,
@@ -287,7 +336,7 @@ class _HttpProtocol(asyncio.Protocol):
             keep_alive=keep_alive,
             http10=http10,
             accept_gzip="gzip" in headers.get("accept-encoding", "").lower(),
-            control=_is_own_address(host),
+            control=control,
         )
 
     # -- answering --------------------------------------------------------------------------
@@ -301,6 +350,10 @@ class _HttpProtocol(asyncio.Protocol):
             except Exception:  # a bug in the model must not take the connection down with it
                 traceback.print_exc()
                 response = Response(500, (("Content-Type", "text/plain"),), b"synthweb error\n")
+            if isinstance(response, hostile.Special):
+                self._busy = True
+                self._start_special(request, response)
+                return
             if response.delay > 0:
                 self._busy = True
                 loop = asyncio.get_running_loop()
@@ -310,6 +363,86 @@ class _HttpProtocol(asyncio.Protocol):
         if self._paused and not self._queue and not self._closing and self._transport:
             self._paused = False
             self._transport.resume_reading()
+
+    # -- hostile answers streamed by hand --------------------------------------------------
+
+    def _start_special(self, request: _Request, special: hostile.Special) -> None:
+        transport = self._transport
+        self._special = (request, special)
+        self._special_sent = 0
+        if transport is None or self._closing:
+            self._end_special(aborted=True)
+            return
+        loop = asyncio.get_running_loop()
+        if special.fault == "stall":
+            self._special_timer = loop.call_later(special.seconds, self._end_special)
+            return
+        transport.write(special.head)
+        if special.fault == "trickle":
+            self._trickle()
+            return
+        transport.write(special.body)
+        self._special_sent = len(special.body)
+        if special.fault == "reset":
+            # Let the bytes leave before the reset, so the client sees a body cut short.
+            self._special_timer = loop.call_later(0.2, self._end_special)
+        else:
+            self._end_special()
+
+    def _trickle(self) -> None:
+        assert self._special is not None
+        assert self._transport is not None
+        special = self._special[1]
+        steps = max(1, math.ceil(special.seconds / hostile.TRICKLE_INTERVAL))
+        size = max(1, math.ceil(len(special.body) / steps))
+        chunk = special.body[self._special_sent : self._special_sent + size]
+        self._transport.write(chunk)
+        self._special_sent += len(chunk)
+        if self._special_sent >= len(special.body):
+            self._special_timer = None
+            self._end_special()
+        else:
+            loop = asyncio.get_running_loop()
+            self._special_timer = loop.call_later(hostile.TRICKLE_INTERVAL, self._trickle)
+
+    def _end_special(self, *, aborted: bool = False) -> None:
+        """Log the special answer; close or reset the connection, or go on with the next."""
+        assert self._special is not None
+        request, special = self._special
+        self._special = None
+        if self._special_timer is not None:
+            self._special_timer.cancel()
+            self._special_timer = None
+        service = self._service
+        service.requests_served += 1
+        if service.log is not None:
+            service.log.write(
+                start=request.start,
+                end=time.time(),
+                host=request.host,
+                path=request.path,
+                method=request.method,
+                status=special.status,
+                body_bytes=self._special_sent,
+                ua=request.ua,
+                aborted=aborted,
+                fault=special.fault,
+            )
+        transport = self._transport
+        if aborted or transport is None:
+            return
+        if special.fault == "reset":
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self._closing = True
+            transport.abort()
+        elif special.fault == "trickle" and request.keep_alive:
+            self._busy = False
+            self._process()
+        else:
+            self._closing = True
+            transport.close()
 
     def _send_delayed(self, request: _Request, response: Response) -> None:
         self._busy = False
@@ -354,6 +487,8 @@ class _HttpProtocol(asyncio.Protocol):
                     body_bytes=sent,
                     ua=request.ua,
                     aborted=not written,
+                    retry_at=response.retry_at,
+                    fault=response.fault,
                 )
 
     def _reject(self, status: int, message: str) -> None:

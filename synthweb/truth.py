@@ -12,6 +12,15 @@ dot segments, percent-encoding, session ids), so it fetches each page in one spe
 does not follow links into the trap areas or the link farm. ``fetch`` stays "what a correct
 crawler must fetch exactly once" and holds neither; :class:`PolicyTruth` (``policy``) names the
 trap and farm URLs the crawl reaches, which a crawler may fetch up to a bound of its own.
+
+With the hostile profile on (:mod:`synthweb.hostile`) the modelled crawler is hardened: it never
+requests a private address (those URLs are in ``never``), it retries a 429/503 with Retry-After
+once, after the time told, it gives up on a failing answer without retrying it, and it treats a
+robots.txt that never answers as "unreachable" (complete disallow, RFC 9309 section 2.3.1.4),
+one redirected five times or fewer as the target's rules, one redirected more than five times
+as "unavailable" (allow all) and only the first 500 KiB of a robots.txt as its rules.
+``fetch`` holds the hostile URLs that answer normally (home pages, plain pages, the redirect
+loop); :class:`HostileTruth` (``hostile``) holds the others.
 """
 
 from __future__ import annotations
@@ -21,13 +30,14 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from synthweb import hostile as hostile_web
 from synthweb import policy as url_policy
 from synthweb.urls import canonical_url, page_identity, split_url
 
 if TYPE_CHECKING:
     from synthweb.graph import SyntheticWeb
 
-__all__ = ["ExpectedCrawl", "PolicyTruth", "expected_crawl"]
+__all__ = ["ExpectedCrawl", "HostileTruth", "PolicyTruth", "expected_crawl"]
 
 DEFAULT_AGENT_TOKEN = "pyflink-crawler"
 
@@ -57,6 +67,8 @@ class ExpectedCrawl:
     slow: Mapping[str, float]
     #: The URL-policy profile's part of the truth; None when the profile is off.
     policy: PolicyTruth | None = None
+    #: The hostile profile's part of the truth; None when the profile is off.
+    hostile: HostileTruth | None = None
 
     def robots_url(self, host: str) -> str:
         """The robots.txt URL of ``host``."""
@@ -118,6 +130,36 @@ class PolicyTruth:
         return url_policy.is_trap(url) or url_policy.is_farm(url)
 
 
+@dataclasses.dataclass(frozen=True)
+class HostileTruth:
+    """The ground truth of the hostile profile (see the module docstring and
+    :mod:`synthweb.hostile`). Only URLs the crawl reaches are named; mappings are plain dicts.
+    """
+
+    #: URL -> (status of the first answer, 429 or 503; status after it, 200): each must be
+    #: requested exactly twice, the second time no earlier than the Retry-After told (which
+    #: the request log's ``retry_at`` records; :func:`synthweb.audit.audit_hostile` checks it).
+    retry: Mapping[str, tuple[int, int]]
+    #: URL -> fault (``trickle``, ``reset``, ``short-body``, ``bad-chunked``, ``bad-gzip``,
+    #: ``bomb``, ``big``, ``huge-header``, ``many-headers``): requested exactly once, whatever
+    #: the outcome (an error for most; the status is not checked).
+    once: Mapping[str, str]
+    #: Private-address URLs linked from the crawl (also in ``never``): must never be requested.
+    private: frozenset[str]
+    #: Hosts whose requests are private-address requests (as the request log names them).
+    private_hosts: frozenset[str]
+    #: hostile host -> status of its /robots.txt (0: never answers), for the hosts reached:
+    #: each must be asked, at least once.
+    robots: Mapping[str, int]
+    #: Hosts whose robots.txt never answers: nothing but robots.txt may be requested there.
+    robots_failed: frozenset[str]
+    #: robots.txt redirect targets (``/robots-moved.txt``, ``/robots-chain/{n}``): a crawler
+    #: may request them (repeats allowed), need not.
+    robots_extra: frozenset[str]
+    #: Seconds that Retry-After tells.
+    retry_after: int
+
+
 def expected_crawl(
     web: SyntheticWeb, seeds: Iterable[str], agent_token: str = DEFAULT_AGENT_TOKEN
 ) -> ExpectedCrawl:
@@ -142,6 +184,11 @@ def expected_crawl(
     linking_hosts: dict[str, set[str]] = {}
     seen = set(seed_urls)
     queue = deque(seed_urls)
+    hostile_on = web.config.hostile
+    retry: dict[str, tuple[int, int]] = {}
+    once: dict[str, str] = {}
+    private: set[str] = set()
+    hostile_robots: dict[str, int] = {}
 
     def discover(url: str | None) -> None:
         if url and url not in seen:
@@ -150,6 +197,27 @@ def expected_crawl(
 
     while queue:
         url = queue.popleft()
+        if hostile_on and hostile_web.is_private_host(split_url(url)[0]):
+            private.add(url)
+            never.add(url)
+            continue
+        if hostile_on and hostile_web.is_hostile_host(split_url(url)[0]):
+            host, path = split_url(url)
+            if host not in hostile_robots:
+                stalled = host == hostile_web.ROBOTS_STALL_HOST
+                hostile_robots[host] = 0 if stalled else web.robots_rules(host).status
+            if path == "/robots.txt":
+                continue
+            if not web.robots_rules(host).allowed(path, agent_token):
+                never.add(url)
+                continue
+            kind = hostile_web.role(host, path)
+            if kind == "retry":
+                retry[url] = (hostile_web.RETRY_PATHS[path][0], 200)
+                continue
+            if kind in hostile_web.FAULTS:
+                once[url] = kind
+                continue
         if profile and url_policy.is_trap(url):
             trap_entries.add(url)
             continue
@@ -158,7 +226,7 @@ def expected_crawl(
             continue
         host, path = split_url(url)
         rules = web.robots_rules(host)
-        if host not in robots:
+        if host not in robots and not (hostile_on and host in hostile_robots):
             robots[host] = rules.status
             delay = rules.crawl_delay(agent_token)
             if delay is not None:
@@ -199,6 +267,23 @@ def expected_crawl(
             in_links={url: len(linking_hosts.get(url, ())) for url in fetch},
             popular=tuple(web.popular_pages()),
         )
+    hostile_truth = None
+    if hostile_on:
+        extra = {
+            f"http://{host}{path}"
+            for host in hostile_robots
+            for path in hostile_web.robots_extra_paths(host)
+        }
+        hostile_truth = HostileTruth(
+            retry=retry,
+            once=once,
+            private=frozenset(private),
+            private_hosts=hostile_web.PRIVATE_HOSTS,
+            robots=hostile_robots,
+            robots_failed=frozenset(h for h, s in hostile_robots.items() if s == 0),
+            robots_extra=frozenset(extra),
+            retry_after=web.config.hostile_retry_after,
+        )
     return ExpectedCrawl(
         agent_token=agent_token,
         seeds=seed_urls,
@@ -209,4 +294,5 @@ def expected_crawl(
         redirects=redirects,
         slow=slow,
         policy=truth,
+        hostile=hostile_truth,
     )
