@@ -185,6 +185,12 @@ class PartitionState:
     #: admission, applied at the next merge): they go to the end of the journal.
     journal_extra: tuple[str, ...] = ()
 
+    def journal_additions(self, payload: str | None) -> list[str]:
+        """What goes to the end of the journal (after clearing it when :attr:`merged`): the
+        payload of this call's record unless a merge took it, then :attr:`journal_extra`."""
+        pending = [payload] if payload is not None and not self.merged else []
+        return pending + list(self.journal_extra)
+
 
 class CrawlDbPartition:
     """One partition of the crawl DB (see the module docstring).

@@ -288,12 +288,9 @@ class RunWriter(_Writer):
         return FileInfo(os.path.basename(self.path), self._size, self.records, table_sum)
 
 
-class RunFile:
-    """An open run file: header, trailer and table read and checked; blocks read on demand.
-
-    Opening costs O(blocks) bytes of I/O; ``read_keys`` O(count x 8) and ``read_block``
-    O(count x 72) bytes, each checked against its checksum.
-    """
+class _ReadFile:
+    """An immutable DRUM file open for reading: opened and checked by ``_load`` (the file is
+    closed again if that fails), closed by :meth:`close`."""
 
     def __init__(self, path: str, expected: FileInfo | None = None) -> None:
         self.path = path
@@ -303,6 +300,29 @@ class RunFile:
         except BaseException:
             os.close(self._fd)
             raise
+
+    def _load(self, expected: FileInfo | None) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:  # pragma: no cover - safety net
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class RunFile(_ReadFile):
+    """An open run file: header, trailer and table read and checked; blocks read on demand.
+
+    Opening costs O(blocks) bytes of I/O; ``read_keys`` O(count x 8) and ``read_block``
+    O(count x 72) bytes, each checked against its checksum.
+    """
+
 
     def _load(self, expected: FileInfo | None) -> None:
         path = self.path
@@ -396,17 +416,6 @@ class RunFile:
     def info(self) -> FileInfo:
         return FileInfo(os.path.basename(self.path), self.size, self.records, self.checksum)
 
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __del__(self) -> None:  # pragma: no cover - safety net
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 class PayloadWriter(_Writer):
     """Writes one payload file: from a single blob (:meth:`write`), or streamed in pieces of
@@ -458,18 +467,10 @@ class PayloadWriter(_Writer):
         return self.finish()
 
 
-class PayloadFile:
+class PayloadFile(_ReadFile):
     """An open payload segment. Opening checks header, trailer, sizes and the page table
     (O(data / 256) bytes read)."""
 
-    def __init__(self, path: str, expected: FileInfo | None = None) -> None:
-        self.path = path
-        self._fd = _open_read(path)
-        try:
-            self._load(expected)
-        except BaseException:
-            os.close(self._fd)
-            raise
 
     def _load(self, expected: FileInfo | None) -> None:
         path = self.path
@@ -531,17 +532,6 @@ class PayloadFile:
 
     def info(self) -> FileInfo:
         return FileInfo(os.path.basename(self.path), self.size, self.length, self.checksum)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __del__(self) -> None:  # pragma: no cover - safety net
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def default_opener(path: str) -> BinaryIO:

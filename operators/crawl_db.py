@@ -148,10 +148,8 @@ class CrawlDbFunction(KeyedProcessFunction):
             self._manifest_state.update(state.manifest)
         if state.merged:
             self._journal_state.clear()
-        elif payload is not None:
-            self._journal_state.add(payload)
-        for extra in state.journal_extra:
-            self._journal_state.add(extra)
+        for entry in state.journal_additions(payload):
+            self._journal_state.add(entry)
         if state.history is not None:
             self._history_state.update(state.history)
 

@@ -54,8 +54,9 @@ class KeyedState:
             self.manifest = state.manifest
         if state.merged:
             self.journal = []
-        elif payload is not None:
-            self.journal.append(json.dumps(payload))
+        self.journal += state.journal_additions(
+            json.dumps(payload) if payload is not None else None
+        )
         if state.history is not None:
             self.history = state.history
 
@@ -281,3 +282,13 @@ def test_a_missing_file_is_a_clear_error(directory: str) -> None:
     os.remove(os.path.join(directory, victim))
     with pytest.raises(Exception, match=victim):
         state.open(directory)
+
+
+def test_journal_additions_follow_the_merge() -> None:
+    from crawl.crawldb import PartitionState
+
+    assert PartitionState(None, None, merged=False).journal_additions("p") == ["p"]
+    assert PartitionState(None, None, merged=True).journal_additions("p") == []
+    extra = PartitionState(None, None, merged=True, journal_extra=("x",))
+    assert extra.journal_additions("p") == ["x"]
+    assert PartitionState(None, None, merged=False).journal_additions(None) == []
