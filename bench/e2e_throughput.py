@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,56 +35,9 @@ sys.path.insert(0, str(_REPOSITORY / "bench"))
 from scrapy_baseline import run_scrapy  # noqa: E402
 
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log  # noqa: E402
+from synthweb.proctree import ProcessTreeMonitor  # noqa: E402
 
 TOKEN = "pyflink-crawler"
-
-
-class TreeCpu:
-    """CPU seconds of a process and all its descendants, sampled from /proc while it runs."""
-
-    def __init__(self, root: int) -> None:
-        self._root = root
-        self._seen: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _descendants(self) -> list[int]:
-        children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parent = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(parent, []).append(int(entry))
-        found, stack = [], [self._root]
-        while stack:
-            pid = stack.pop()
-            found.append(pid)
-            stack.extend(children.get(pid, ()))
-        return found
-
-    def _sample(self) -> None:
-        tick = os.sysconf("SC_CLK_TCK")
-        for pid in self._descendants():
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            cpu = (int(fields[11]) + int(fields[12])) / tick
-            self._seen[pid] = max(self._seen.get(pid, 0.0), cpu)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.5):
-            self._sample()
-
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join()
-        return sum(self._seen.values())
 
 
 def from_request_log(records: list[RequestRecord]) -> dict[str, Any]:
@@ -117,15 +69,16 @@ def run_ours(
     # ``python -m job`` imports the packages of its working directory first.
     process = subprocess.Popen(command, cwd=checkout, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
-    cpu = TreeCpu(process.pid)
+    monitor = ProcessTreeMonitor(process.pid)
     output, _ = process.communicate(timeout=1800)
-    cpu_s = cpu.stop()
+    usage = monitor.stop()
     if process.returncode != 0:
         raise RuntimeError(f"crawl failed ({process.returncode}):\n{output[-3000:]}")
     summary = json.loads((out / "summary.json").read_text())
     return {
         "wall_s": round(time.monotonic() - started, 1),
-        "cpu_s": round(cpu_s, 1),
+        "cpu_s": round(usage.cpu_seconds, 1),
+        "peak_rss_mb": round(usage.peak_rss_bytes / 2**20),
         "own_pages_per_s": summary["pages_per_second"],
         "own_pages": summary["pages"],
     }

@@ -10,6 +10,7 @@ Each operator receives only its own section.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import math
 import re
 import typing
@@ -28,6 +29,7 @@ __all__ = [
     "AdmissionSection",
     "Config",
     "ConfigError",
+    "ConnectTo",
     "CrawlDbSection",
     "CrawlSection",
     "FetchSection",
@@ -121,6 +123,47 @@ class PolitenessSection:
 _MEDIA_RANGE = re.compile(r"[A-Za-z0-9!#$&^_.+-]+/(?:[A-Za-z0-9!#$&^_.+-]+|\*)|\*/\*")
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConnectTo:
+    """One ``fetch.connect_to`` rule, curl's ``--connect-to HOST:PORT:ADDRESS:PORT``: requests
+    for ``host`` (any host when empty) on ``port`` (any port when None) connect to ``address``
+    (an IP address) on ``to_port`` (the requested port when None). The URL, the Host header
+    and everything recorded stay those of the requested host."""
+
+    host: str
+    port: int | None
+    address: str
+    to_port: int | None
+
+    @classmethod
+    def parse(cls, entry: str) -> ConnectTo:
+        """Parse ``HOST:PORT:ADDRESS:PORT`` (IPv6 addresses in brackets); ValueError if bad."""
+        match = _CONNECT_TO.fullmatch(entry.strip())
+        if match is None:
+            raise ValueError(
+                f"{entry!r} is not HOST:PORT:ADDRESS:PORT (host and ports may be empty, an IPv6 "
+                "address goes in brackets)"
+            )
+        host, port, address, to_port = match.groups()
+        try:
+            ipaddress.ip_address(address.strip("[]"))
+        except ValueError:
+            raise ValueError(f"{entry!r}: {address!r} is not an IP address") from None
+        ports = []
+        for text in (port, to_port):
+            if text and not 0 < int(text) < 65536:
+                raise ValueError(f"{entry!r}: port {text} is out of range")
+            ports.append(int(text) if text else None)
+        return cls(host.lower().rstrip("."), ports[0], address.strip("[]"), ports[1])
+
+    def matches(self, host: str, port: int) -> bool:
+        """Whether a request for ``host`` on ``port`` goes to this rule's address."""
+        return (not self.host or self.host == host.lower()) and self.port in (None, port)
+
+
+_CONNECT_TO = re.compile(r"([^:\[\]\s]*):(\d*):(\[[^\]\s]*\]|[^:\[\]\s]+):(\d*)")
+
+
 @dataclasses.dataclass(frozen=True)
 class FetchSection:
     """The HTTP client: timeouts, size and header limits, proxy, concurrency, the address
@@ -139,8 +182,19 @@ class FetchSection:
     max_header_bytes: int = 16384
     max_headers: int = 256
     accept_content_types: tuple[str, ...] = ()
+    connect_to: tuple[str, ...] = ()
+
+    @property
+    def connect_to_rules(self) -> tuple[ConnectTo, ...]:
+        """``connect_to`` parsed (validated at load, so this does not raise)."""
+        return tuple(ConnectTo.parse(entry) for entry in self.connect_to)
 
     def _validate(self) -> None:
+        for entry in self.connect_to:
+            try:
+                ConnectTo.parse(entry)
+            except ValueError as error:
+                raise ConfigError(f"fetch.connect_to: {error}") from None
         for key in ("connect_timeout_seconds", "read_timeout_seconds", "total_timeout_seconds"):
             _check(self, "fetch", key, _positive, "a number > 0")
         _check(self, "fetch", "max_content_bytes", lambda v: v >= 1024, "an integer >= 1024")
@@ -181,11 +235,14 @@ class RobotsSection:
 
     ttl_seconds: float = 86400.0
     unavailable_retry_seconds: float = 600.0
+    unavailable_attempts: int = 3
     max_bytes: int = 512 * 1024
 
     def _validate(self) -> None:
         _check(self, "robots", "ttl_seconds", _positive, "a number > 0")
         _check(self, "robots", "unavailable_retry_seconds", _positive, "a number > 0")
+        _check(self, "robots", "unavailable_attempts", lambda v: 1 <= v <= 100,
+               "an integer from 1 to 100")
         _check(self, "robots", "max_bytes", lambda v: v >= 1024, "an integer >= 1024")
 
 

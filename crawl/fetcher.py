@@ -16,7 +16,9 @@ The web is hostile, so every request passes these rules, each plain logic tested
   connection) and an IP-literal URL is checked before its request. Redirects are followed
   here, hop by hop, so each hop passes the same checks. Refused: ``FETCH_ERROR`` with
   ``ssrf:<class>-address``. With ``fetch.proxy`` set the proxy resolves and connects, and the
-  guard does not apply (the proxy is the user's choice; the resolver only ever sees its name).
+  guard does not apply (the proxy is the user's choice; the resolver only ever sees its name);
+  nor does it to the addresses ``fetch.connect_to`` names (curl's ``--connect-to``, answered by
+  the resolver), for the same reason.
 - **DNS** (:class:`DnsCache`, :class:`CachingResolver`): lookups run in threads (aiohttp's
   :class:`~aiohttp.ThreadedResolver`, on a pool of :data:`DNS_THREADS`), concurrent lookups of
   one name are shared, answers are kept ``fetch.dns_cache_seconds`` and failures
@@ -39,6 +41,13 @@ The web is hostile, so every request passes these rules, each plain logic tested
   headers are kept (the WARC writer archives them, with an empty body marked
   ``WARC-Truncated: unspecified``), the body is not read and the connection is closed. robots.txt
   (hop path ending in ``P``) and responses without a Content-Type are never filtered.
+- **Timeouts**: connect (``fetch.connect_timeout_seconds``), silence while reading
+  (``read_timeout_seconds``) and the whole request (``total_timeout_seconds``), so a slow
+  host holds a connection for a bounded time. Before the response head: ``FETCH_ERROR`` with
+  ``timeout:connect``, ``timeout:read`` or ``timeout:total`` (a failure that may pass, see
+  :mod:`crawl.politeness`). After it (a trickling body): the response is kept as far as it
+  came, marked ``WARC-Truncated: time``, and counts as an answer (the host's spacing grows
+  with the long response time, Mercator's rule): asking again would only hold a slot again.
 
 aiohttp was chosen over requests in a thread pool by measurement (see the README's dependency
 notes and ``bench/http_clients.md``).
@@ -62,7 +71,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
-from crawl.config import FetchSection, UserAgentSection
+from crawl.config import ConnectTo, FetchSection, UserAgentSection
 from crawl.model import FetchResult
 from crawl.progress import RunningMean
 from crawl.status import Status
@@ -326,6 +335,18 @@ class DnsCache:
         self._entries[key] = (self._clock() + ttl, value)
 
 
+def _connect_to_answer(host: str, port: int, rule: ConnectTo) -> ResolveResult:
+    family = socket.AF_INET6 if ":" in rule.address else socket.AF_INET
+    return ResolveResult(
+        hostname=host,
+        host=rule.address,
+        port=rule.to_port or port,
+        family=family,
+        proto=0,
+        flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
+    )
+
+
 class CachingResolver(AbstractResolver):
     """aiohttp resolver: cached lookups (:class:`DnsCache`), shared while in progress, and the
     address guard on their answers.
@@ -334,7 +355,9 @@ class CachingResolver(AbstractResolver):
     ``getaddrinfo`` in a thread); ``check`` maps an address to the reason it is refused, or
     None (no check at all when ``check`` is None). Answers the guard refuses are dropped; when
     none is left the lookup raises :class:`AddressNotAllowed`. Failed lookups raise their
-    OSError again, from the cache, until the negative TTL has passed.
+    OSError again, from the cache, until the negative TTL has passed. A ``connect_to`` rule
+    (``fetch.connect_to``) that matches the host and port answers instead of the lookup, and
+    the guard leaves it alone: it is the user's explicit choice, as a proxy is.
     """
 
     def __init__(
@@ -343,8 +366,10 @@ class CachingResolver(AbstractResolver):
         lookup: Lookup | None = None,
         check: Callable[[str], str | None] | None = None,
         remembered: int = 4096,
+        connect_to: tuple[ConnectTo, ...] = (),
     ) -> None:
         self._cache = cache
+        self._connect_to = connect_to
         self._threaded = aiohttp.ThreadedResolver() if lookup is None else None
         self._lookup = lookup if lookup is not None else self._threaded_lookup
         self._check = check
@@ -361,6 +386,9 @@ class CachingResolver(AbstractResolver):
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
+        for rule in self._connect_to:
+            if rule.matches(host, port):
+                return self._remember(host, [_connect_to_answer(host, port, rule)])
         key = (host, port, int(family))
         value = self._cache.get(key)
         if value is None:
@@ -400,6 +428,9 @@ class CachingResolver(AbstractResolver):
             if not kept:
                 raise AddressNotAllowed(refused, host)
             answers = kept
+        return self._remember(host, answers)
+
+    def _remember(self, host: str, answers: list[ResolveResult]) -> list[ResolveResult]:
         if host not in self._addresses and len(self._addresses) >= self._remembered:
             self._addresses.pop(next(iter(self._addresses)))
         self._addresses[host] = str(answers[0]["host"])
@@ -716,6 +747,7 @@ class HttpFetcher:
             DnsCache(fetch.dns_cache_seconds, fetch.dns_negative_cache_seconds, clock=clock),
             lookup,
             check,
+            connect_to=fetch.connect_to_rules,
         )
         connector = aiohttp.TCPConnector(
             limit=fetch.max_connections,
@@ -767,14 +799,19 @@ class HttpFetcher:
         hops: str = "",
         via: str = "",
         follow_redirects: bool = False,
+        hop_spacing: tuple[float, float] = (0.0, 0.0),
         max_bytes: int | None = None,
         submitted: float | None = None,
     ) -> FetchResult:
         """GET ``url``; every outcome is a FetchResult (never raises for what the web does).
 
         ``follow_redirects`` follows up to :data:`MAX_REDIRECTS` redirects (robots.txt),
-        checking every hop like the first. ``submitted`` (``time.monotonic()`` when the fetch
-        was handed to the loop) feeds :attr:`send_lag_ms`.
+        checking every hop like the first; past them the last redirect is the result
+        (``http:too-many-redirects``). A hop to the same host waits ``hop_spacing`` = (delay,
+        K) as the host's politeness asks: max(delay, K x the previous hop's time) after the
+        previous hop ended; the wait does not count against the total timeout.
+        ``submitted`` (``time.monotonic()`` when the fetch was handed to the loop) feeds
+        :attr:`send_lag_ms`.
         """
         limit = max_bytes if max_bytes is not None else self._config.max_content_bytes
         headers = {
@@ -791,6 +828,8 @@ class HttpFetcher:
             target = URL(url)
             timeout = self._timeout
             redirects = 0
+            deadline = sent.monotonic + self._timeout.total
+            hop_started = time.monotonic()
             while True:
                 self._check_literal(target)
                 async with self._session.get(
@@ -804,7 +843,9 @@ class HttpFetcher:
                     location = response.headers.get("Location")
                     if follow_redirects and location and response.status in _REDIRECT_STATUSES:
                         if redirects >= MAX_REDIRECTS:
+                            self._fill_head(response, result)
                             response.close()
+                            result.url = str(response.url)
                             result.status, result.reason = (
                                 Status.HTTP_ERROR, "http:too-many-redirects"
                             )
@@ -817,7 +858,15 @@ class HttpFetcher:
                             raise aiohttp.InvalidURL(location)
                         response.close()
                         redirects += 1
-                        remaining = sent.monotonic + self._timeout.total - time.monotonic()
+                        if target.host == response.url.host:
+                            ended = time.monotonic()
+                            delay, factor = hop_spacing
+                            pause = max(delay, factor * (ended - hop_started))
+                            if pause > 0:
+                                await asyncio.sleep(pause)
+                                deadline += pause
+                        hop_started = time.monotonic()
+                        remaining = deadline - hop_started
                         if remaining <= 0:
                             raise TimeoutError
                         timeout = aiohttp.ClientTimeout(
@@ -845,14 +894,9 @@ class HttpFetcher:
             self.send_lag_ms.add((sent.monotonic - submitted) * 1000)
         return result
 
-    async def _read(
-        self,
-        response: aiohttp.ClientResponse,
-        result: FetchResult,
-        limit: int,
-        filter_types: bool,
-    ) -> None:
-        """Fill ``result`` from ``response``: status, headers, the body within the limits."""
+    @staticmethod
+    def _fill_head(response: aiohttp.ClientResponse, result: FetchResult) -> None:
+        """Status line and headers of ``response``, and the request headers sent."""
         result.http_status = response.status
         result.http_reason = response.reason or ""
         result.http_version = f"{response.version.major}.{response.version.minor}"
@@ -862,6 +906,16 @@ class HttpFetcher:
         result.response_headers = [
             (_decode_header(k), _decode_header(v)) for k, v in response.raw_headers
         ]
+
+    async def _read(
+        self,
+        response: aiohttp.ClientResponse,
+        result: FetchResult,
+        limit: int,
+        filter_types: bool,
+    ) -> None:
+        """Fill ``result`` from ``response``: status, headers, the body within the limits."""
+        self._fill_head(response, result)
         if len(result.response_headers) > self._config.max_headers:
             # aiohttp versions without a max_headers setting parse up to 32768 of them.
             raise BodyError("bad-response:too-many-headers")
@@ -886,14 +940,21 @@ class HttpFetcher:
             self._config.max_decompression_ratio,
         )
         cut = False
-        async for chunk in response.content.iter_chunked(_READ_CHUNK):
-            if decoder.feed(chunk):
-                cut = True
-                break
-        if cut:
-            result.truncated = "length"
+        try:
+            async for chunk in response.content.iter_chunked(_READ_CHUNK):
+                if decoder.feed(chunk):
+                    cut = True
+                    break
+        except (TimeoutError, aiohttp.ServerTimeoutError):
+            # The server answered but its body outlasted the total or read timeout (a
+            # trickle): what came is kept and marked, as Heritrix marks timeTrunc.
+            result.truncated = "time"
             response.close()
         else:
-            decoder.finish()
+            if cut:
+                result.truncated = "length"
+                response.close()
+            else:
+                decoder.finish()
         result.body = bytes(decoder.body)
         result.status, result.reason = status, reason

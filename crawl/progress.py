@@ -187,8 +187,16 @@ class CrawlFigures:
 
     @property
     def fingerprint(self) -> tuple[tuple[str, int], ...]:
-        """Changes whenever any counter moves."""
-        return tuple(sorted(self.counters.items()))
+        """Changes whenever a counter of progress moves (timer firings are not progress: a
+        host waiting for its back-off, or for a page budget that is used up, wakes for
+        nothing)."""
+        return tuple(sorted(
+            item for item in self.counters.items() if item[0] not in _NOT_PROGRESS
+        ))
+
+
+#: Counters that move while a crawl makes no progress.
+_NOT_PROGRESS = frozenset({"fetch.timers"})
 
 
 class QuietTracker:

@@ -7,9 +7,13 @@ the last robots.txt fetch, its text when it succeeded, and until when it may be 
 - 2xx: the text is parsed with Protego and the group matching our token (else ``*``) applies;
   only the first ``max_bytes`` are parsed; text that is not robots.txt allows everything, as
   RFC 9309 says of unparseable lines.
-- 4xx: no robots.txt, everything allowed.
-- 5xx, timeout, unreachable: everything disallowed until robots.txt is fetched again after
-  ``unavailable_retry_seconds`` (never treat a failure as allow).
+- 4xx but 429: no robots.txt, everything allowed.
+- 5xx, 429, timeout, unreachable: everything disallowed (never treat a failure as allow). The
+  record is trusted until ``unavailable_retry_seconds``; the scheduler fetches robots.txt
+  again sooner, as the host's back-off allows, while the host's queued URLs wait
+  (``robots.unavailable_attempts``). 429 is the server asking the crawler to slow down, which
+  RFC 9309's "4xx: unavailable, allow all" would turn into a licence to crawl the whole site:
+  it counts as unreachable, as Google counts it.
 """
 
 from __future__ import annotations
@@ -43,12 +47,16 @@ class RobotsRecord:
 
     @property
     def available(self) -> bool:
-        """False when robots.txt could not be had (5xx or no response): disallow all."""
-        return 0 < self.http_status < 500
+        """False when robots.txt could not be had (5xx, 429 or no response): disallow all."""
+        return _available(self.http_status)
 
     def expired(self, now_ms: int) -> bool:
         """Whether robots.txt must be fetched again before the next request to the host."""
         return now_ms >= self.expires_ms
+
+
+def _available(http_status: int) -> bool:
+    return 0 < http_status < 500 and http_status != 429
 
 
 def record_from_fetch(
@@ -58,7 +66,7 @@ def record_from_fetch(
     if 200 <= http_status < 300:
         text = body[: config.max_bytes].decode("utf-8-sig", errors="replace")
         return RobotsRecord(http_status, text, now_ms, now_ms + int(config.ttl_seconds * 1000))
-    if 0 < http_status < 500:
+    if _available(http_status):
         # 3xx left after following redirects counts as unavailable-but-not-failed: RFC 9309
         # says to follow up to five redirects, then treat it as 4xx (allow all).
         return RobotsRecord(http_status, "", now_ms, now_ms + int(config.ttl_seconds * 1000))

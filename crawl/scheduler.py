@@ -14,7 +14,10 @@ at the host's state and its fetch in flight, and decides:
    front of the queue (this is the at-least-once window of the design);
 3. before the next allowed start (counted from the end of the previous response, see
    :mod:`crawl.politeness`), nothing happens but a new wake-up at that time;
-4. robots.txt is fetched first whenever the host has none or it has expired;
+4. robots.txt is fetched first whenever the host has none or it has expired; when it is
+   unavailable (5xx, 429, no answer) the queue waits and robots.txt is fetched again as the
+   back-off allows, ``robots.unavailable_attempts`` times in a row in all, before the queued URLs
+   are recorded ROBOTS_DENIED;
 5. otherwise URLs are taken from the queue: those robots.txt disallows are recorded as
    ROBOTS_DENIED without any request, the first allowed one is fetched (if the page budget
    grants a token).
@@ -39,7 +42,14 @@ from crawl.budget import PageBudget
 from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
 from crawl.frontier import HostQueue, MapStore, QueueEntry
 from crawl.model import FetchResult
-from crawl.politeness import back_off, may_retry, next_allowed_start_ms, poll_delay_ms
+from crawl.politeness import (
+    Signal,
+    back_off,
+    classify,
+    may_retry,
+    next_allowed_start_ms,
+    poll_delay_ms,
+)
 from crawl.robots import RobotsPolicy, RobotsRecord, record_from_fetch, robots_url
 from crawl.status import Status
 
@@ -62,8 +72,11 @@ LEASE_ROBOTS = "robots"
 
 #: At most this many robots denials are recorded in one wake-up, then the host yields.
 _MAX_DENIALS_PER_WAKE = 200
-#: When the budget is used up, look again this much later (a resumed crawl may have more).
-_BUDGET_RETRY_MS = 60_000
+#: When the budget is used up, look again this much later. Short, because the host's timer
+#: is saved with it: a crawl resumed from the savepoint taken at the budget's end (with more
+#: budget) finds every waiting host's timer due at once, not a minute later, when the launcher
+#: may already have judged the crawl idle (it sees a host's queue only once the host wakes).
+BUDGET_RETRY_MS = 2_000
 
 
 @dataclasses.dataclass(slots=True)
@@ -242,7 +255,11 @@ class HostScheduler:
             return wake
         if not len(state.queue):
             return wake
-        if state.robots is None or state.robots.expired(now_ms):
+        if (
+            state.robots is None
+            or state.robots.expired(now_ms)
+            or self._robots_retry_due(state)
+        ):
             url = robots_url(host)
             self._lease(state, LEASE_ROBOTS, url, now_ms)
             wake.start = FetchOrder(url, LEASE_ROBOTS, "P", "")
@@ -275,11 +292,24 @@ class HostScheduler:
             if not self._budget.claim():
                 state.queue.push_front(payload)
                 wake.budget_exhausted = True
-                wake.wake_at_ms = now_ms + _BUDGET_RETRY_MS
+                wake.wake_at_ms = now_ms + BUDGET_RETRY_MS
                 return wake
             self._lease(state, LEASE_PAGE, payload, now_ms)
             wake.start = FetchOrder(url, LEASE_PAGE, hops, via)
             return wake
+
+    def _robots_retry_due(self, state: HostState) -> bool:
+        """Whether robots.txt, unavailable after a failure that may pass (5xx, 429, no
+        connection), is to be asked again (once the back-off ends) while the queue waits:
+        until ``robots.unavailable_attempts`` failures in a row. Our own refusals (the address
+        guard) and malformed answers are not asked again."""
+        robots = state.robots
+        return (
+            robots is not None
+            and not robots.available
+            and state.failures < self._robots.unavailable_attempts
+            and classify(robots.http_status, robots.reason) is Signal.FAILURE
+        )
 
     @staticmethod
     def poll_at_ms(state: HostState, now_ms: int) -> int:
@@ -336,6 +366,8 @@ class HostScheduler:
         state.failures = verdict.failures
         if verdict.not_before_ms > state.next_allowed_ms:
             state.next_allowed_ms = verdict.not_before_ms
+        if state.lease_kind == LEASE_ROBOTS and self._robots_retry_due(state):
+            wake.events.append("robots.retries")
         if verdict.suspended:
             wake.events.append("suspensions")
         elif verdict.not_before_ms:

@@ -299,6 +299,20 @@ def run_local_crawl(
     return summary
 
 
+def path_for_embedded_python(path: str, executable: str = sys.executable) -> str:
+    """``PATH`` with the directory of ``executable`` first.
+
+    In thread mode the operators' Python runs inside the JVM, in a libpython that finds its
+    prefix, and so its packages, by looking for ``python3`` on ``PATH``. Run as
+    ``.venv/bin/python -m job`` without activating the environment, it would find another
+    Python, without this crawler's packages (``No module named 'pemja'``); with the running
+    interpreter's directory first it finds the environment the crawl was started from.
+    """
+    directory = os.path.dirname(executable)
+    parts = [part for part in path.split(os.pathsep) if part and part != directory]
+    return os.pathsep.join([directory, *parts])
+
+
 def _submit(
     config: Config, layout: OutputLayout, flink_conf: Path, restore_from: Path | None
 ) -> Any:
@@ -310,6 +324,7 @@ def _submit(
     # Read by the JVM PyFlink starts for the MiniCluster (JVM options, logging).
     os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)
     os.environ["FLINK_LOG_DIR"] = str(layout.flink_logs)
+    os.environ["PATH"] = path_for_embedded_python(os.environ.get("PATH", ""))
 
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment

@@ -119,6 +119,10 @@ class FetchFunction(KeyedProcessFunction):
             config.user_agent,
             PageBudget(layout.budget, config.crawl.max_pages),
         )
+        # robots.txt redirects are followed by the client, spaced like any requests.
+        self._hop_spacing = (
+            config.politeness.delay_seconds, config.politeness.response_time_factor
+        )
         self._io = IoLoop(f"fetch-io-{subtask.index}")
         self._fetcher = self._io.run(HttpFetcher.create(config.fetch, config.user_agent))
         self._in_flight: dict[str, concurrent.futures.Future[FetchResult]] = {}
@@ -219,6 +223,7 @@ class FetchFunction(KeyedProcessFunction):
                     hops=order.hops,
                     via=order.via,
                     follow_redirects=order.kind == LEASE_ROBOTS,
+                    hop_spacing=self._hop_spacing,
                     max_bytes=self._config.robots.max_bytes if order.kind == LEASE_ROBOTS else None,
                     submitted=time.monotonic(),
                 )

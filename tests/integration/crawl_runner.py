@@ -3,27 +3,59 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+from synthweb.proctree import ProcessTreeMonitor, TreeUsage
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_crawl(
-    tmp_path: Path, seeds: list[str], proxy: str, *options: str, timeout: float = 300
+    tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     """Run ``python -m job crawl`` and return the process and its summary.json."""
+    process, summary, _ = run_crawl_measured(tmp_path, seeds, proxy, *options, timeout=timeout)
+    return process, summary
+
+
+def run_crawl_measured(
+    tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300
+) -> tuple[subprocess.CompletedProcess[str], dict, TreeUsage]:
+    """:func:`run_crawl`, and what the crawl's processes used (CPU, peak resident memory).
+
+    ``proxy`` None: no ``--proxy`` (the options then say how hosts are reached)."""
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "job", "crawl", "--out", str(out), "--proxy", proxy]
+    command = [sys.executable, "-m", "job", "crawl", "--out", str(out)]
+    if proxy is not None:
+        command += ["--proxy", proxy]
     if seeds:
         seeds_file = tmp_path / "seeds.txt"
         seeds_file.write_text("\n".join(seeds) + "\n", encoding="utf-8")
         command += ["--seeds", str(seeds_file)]
     command += options
-    process = subprocess.run(
-        command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    # As a user who runs .venv/bin/python without activating the environment: the crawl must
+    # not depend on finding its interpreter on PATH.
+    interpreter_dir = os.path.dirname(sys.executable)
+    path = os.pathsep.join(
+        part for part in os.environ.get("PATH", "").split(os.pathsep) if part != interpreter_dir
     )
+    child = subprocess.Popen(
+        command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PATH": path},
+    )
+    monitor = ProcessTreeMonitor(child.pid)
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        stdout, stderr = child.communicate()
+        monitor.stop()
+        raise
+    usage = monitor.stop()
+    process = subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    return process, summary
+    return process, summary, usage

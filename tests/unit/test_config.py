@@ -4,6 +4,7 @@ their key."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import yaml
 from crawl.config import (
     Config,
     ConfigError,
+    ConnectTo,
     CrawlSection,
     UserAgentSection,
     load_config,
@@ -297,3 +299,41 @@ def test_url_settings_build_the_normaliser_and_are_fixed_for_the_crawl() -> None
     }
     with pytest.raises(ConfigError, match=r"^urls\.strip_params: 'a=b'"):
         load_config(overrides={"urls.strip_params": ["a=b"]})
+
+
+@pytest.mark.parametrize(
+    ("entry", "rule"),
+    [
+        ("www.example.org:80:10.1.2.3:8080", ConnectTo("www.example.org", 80, "10.1.2.3", 8080)),
+        ("WWW.Example.org.:80:10.1.2.3:", ConnectTo("www.example.org", 80, "10.1.2.3", None)),
+        ("::[::1]:8080", ConnectTo("", None, "::1", 8080)),
+        ("a.test::192.0.2.1:", ConnectTo("a.test", None, "192.0.2.1", None)),
+    ],
+)
+def test_connect_to_rules_are_parsed_like_curls(entry: str, rule: ConnectTo) -> None:
+    config = load_config(None, {"fetch.connect_to": entry})
+    assert config.fetch.connect_to_rules == (rule,)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("a.test:80:b.test:81", "'b.test' is not an IP address"),
+        ("a.test:80:10.0.0.1", "is not HOST:PORT:ADDRESS:PORT"),
+        ("a.test:http:10.0.0.1:80", "is not HOST:PORT:ADDRESS:PORT"),
+        ("a.test:80:10.0.0.1:70000", "port 70000 is out of range"),
+        ("a.test:80:::1:80", "is not HOST:PORT:ADDRESS:PORT"),
+    ],
+)
+def test_bad_connect_to_rules_are_refused_at_start(entry: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=f"fetch.connect_to: .*{re.escape(message)}"):
+        load_config(None, {"fetch.connect_to": entry})
+
+
+def test_a_connect_to_rule_matches_its_host_and_port() -> None:
+    rule = ConnectTo("a.test", 80, "10.0.0.1", None)
+    assert rule.matches("a.test", 80)
+    assert rule.matches("A.TEST", 80)
+    assert not rule.matches("a.test", 8080)
+    assert not rule.matches("b.test", 80)
+    assert ConnectTo("", None, "10.0.0.1", None).matches("anything.test", 1234)

@@ -54,6 +54,7 @@ ANSWERS: dict[str, bytes | str] = {
     "/empty": b"",
     "reset": "reset",
     "trickle": "trickle",
+    "stall-in-body": "stall-in-body",
     # decompression
     "/bomb": _with_body(OK_HEAD + b"Content-Encoding: gzip\r\n", BOMB),
     "/bomb-chunked": OK_HEAD + b"Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -143,6 +144,12 @@ class _HostileServer:
                 pass
             writer.close()
             return
+        if answer == "stall-in-body":
+            writer.write(OK_HEAD + b"Content-Length: 1000\r\n\r\nxxxxx")
+            await writer.drain()
+            await asyncio.sleep(5)
+            writer.close()
+            return
         if answer == "trickle":
             writer.write(OK_HEAD + b"Content-Length: 1000\r\n\r\n")
             for _ in range(50):
@@ -207,8 +214,6 @@ def fetcher(server: _HostileServer) -> Iterator[tuple[IoLoop, HttpFetcher]]:
         ("/bomb-chunked", "bad-response:compression-ratio"),
         ("/empty", "connect:disconnected"),
         ("/reset", ""),
-        # one byte every 0.2 s never trips the 0.5 s read timeout: the total timeout ends it
-        ("/trickle", "timeout:total"),
     ],
 )
 def test_malformed_answers_are_fetch_errors_with_a_reason(
@@ -221,6 +226,30 @@ def test_malformed_answers_are_fetch_errors_with_a_reason(
     assert result.reason
     assert result.http_status == 0
     assert result.body == b""
+
+
+@pytest.mark.parametrize(
+    ("path", "ended_by"),
+    [
+        # one byte every 0.2 s never trips the 0.5 s read timeout: the total timeout (3 s)
+        ("/trickle", 2.9),
+        # a head and a few bytes, then silence: the read timeout (0.5 s)
+        ("/stall-in-body", 0.4),
+    ],
+)
+def test_a_body_that_outlasts_the_timeouts_is_kept_as_far_as_it_came(
+    server: _HostileServer, fetcher: tuple[IoLoop, HttpFetcher], path: str, ended_by: float
+) -> None:
+    io, client = fetcher
+    started = time.monotonic()
+    result = io.run(client.fetch(f"http://127.0.0.1:{server.port}{path}"), timeout=20)
+    elapsed = time.monotonic() - started
+    assert (result.status, result.http_status, result.truncated) == (Status.FETCHED, 200, "time")
+    assert 0 < len(result.body) < 1000
+    assert set(result.body) == {ord("x")}
+    assert ended_by <= elapsed < ended_by + 1.5
+    records, _ = WarcRecordFactory().encode_pair(result)
+    assert b"WARC-Truncated: time" in gzip.decompress(records)
 
 
 def test_gzip_body_is_decoded(server: _HostileServer, fetcher: tuple[IoLoop, HttpFetcher]) -> None:
@@ -434,6 +463,28 @@ def test_allow_private_addresses_lets_them_through(
     assert result.ip_address == "127.0.0.1"
 
 
+def test_connect_to_reaches_its_address_past_the_guard_and_nothing_else(
+    server: _HostileServer, fetcher: tuple[IoLoop, HttpFetcher]
+) -> None:
+    io, _ = fetcher
+    rules = {"connect_to": (f"site.test:80:127.0.0.1:{server.port}",)}
+    before = len(server.requests)
+    result = _fetch_with(io, "http://site.test/good-gzip", rules)
+    assert (result.status, result.url) == (Status.FETCHED, "http://site.test/good-gzip")
+    assert result.ip_address == "127.0.0.1"
+    assert server.requests[before:] == ["/good-gzip"]
+    assert ("Host", "site.test") in result.request_headers
+    # The rule names one host and port: the guard still refuses other ports of that host (not
+    # matched: DNS, which has no such name), and every address a redirect leads to.
+    other_port = _fetch_with(io, f"http://site.test:{server.port}/good-gzip", rules)
+    assert (other_port.status, other_port.reason) == (Status.FETCH_ERROR, "dns:unresolved")
+    redirected = _fetch_with(io, "http://site.test/to-blocked-literal", rules,
+                             follow_redirects=True)
+    assert (redirected.status, redirected.reason) == (
+        Status.FETCH_ERROR, "ssrf:loopback-address"
+    )
+
+
 def _all_but_the_server(address: str) -> str | None:
     """The guard, except for the test server's own address (so that a first hop gets there)."""
     return None if address == "127.0.0.1" else address_reason(address)
@@ -486,6 +537,24 @@ def test_redirects_are_followed_a_bounded_number_of_times(
                          {"allow_private_addresses": True}, follow_redirects=True)
     assert (result.status, result.reason) == (Status.HTTP_ERROR, "http:too-many-redirects")
     assert server.requests[before:] == ["/loop"] * (MAX_REDIRECTS + 1)
+    # The last redirect is what is recorded (and archived): robots.txt policy reads its 3xx
+    # as RFC 9309 says of too many redirects (unavailable: allow all).
+    assert result.http_status == 302
+    assert result.header("Location") == "/loop"
+
+
+def test_hops_to_the_same_host_are_spaced_as_politeness_asks(
+    server: _HostileServer, fetcher: tuple[IoLoop, HttpFetcher]
+) -> None:
+    io, _ = fetcher
+    started = time.monotonic()
+    # The total timeout (0.5 s) is shorter than the five pauses: they do not count against it.
+    result = _fetch_with(io, f"http://127.0.0.1:{server.port}/loop",
+                         {"allow_private_addresses": True, "total_timeout_seconds": 0.5},
+                         follow_redirects=True, hop_spacing=(0.2, 0.0))
+    elapsed = time.monotonic() - started
+    assert (result.status, result.reason) == (Status.HTTP_ERROR, "http:too-many-redirects")
+    assert MAX_REDIRECTS * 0.2 <= elapsed < MAX_REDIRECTS * 0.2 + 1.0
 
 
 def test_a_dead_host_is_looked_up_once_for_many_urls(

@@ -10,7 +10,12 @@ import pytest
 from crawl.config import Config, CrawlDbSection
 from crawl.crawldb import minimum_file_grace_seconds, parse_flink_duration
 from crawl.layout import OutputLayout
-from job.launcher import DEFAULT_FLINK_CONF, CrawlError, flink_configuration
+from job.launcher import (
+    DEFAULT_FLINK_CONF,
+    CrawlError,
+    flink_configuration,
+    path_for_embedded_python,
+)
 
 
 @pytest.mark.parametrize(
@@ -44,3 +49,16 @@ def test_the_shipped_settings_pass_and_a_short_grace_is_refused(tmp_path: Path) 
     short = Config(crawldb=dataclasses.replace(CrawlDbSection(), file_grace_seconds=60.0))
     with pytest.raises(CrawlError, match=r"^crawldb\.file_grace_seconds: must be at least 604"):
         flink_configuration(short, layout, DEFAULT_FLINK_CONF)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/usr/bin:/bin", "/env/bin:/usr/bin:/bin"),
+        ("/usr/bin:/env/bin:/bin", "/env/bin:/usr/bin:/bin"),
+        ("/env/bin:/usr/bin", "/env/bin:/usr/bin"),
+        ("", "/env/bin"),
+    ],
+)
+def test_the_embedded_python_finds_the_running_interpreter_first(path: str, expected: str) -> None:
+    assert path_for_embedded_python(path, "/env/bin/python") == expected

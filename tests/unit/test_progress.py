@@ -174,6 +174,15 @@ def test_fingerprint_changes_when_any_counter_moves() -> None:
     assert CrawlFigures.from_statuses(moved).fingerprint != before
 
 
+def test_timer_firings_are_not_progress() -> None:
+    waiting = CrawlFigures(counters={"process.pages.FETCHED": 5, "fetch.timers": 10})
+    woke = CrawlFigures(counters={"process.pages.FETCHED": 5, "fetch.timers": 90})
+    assert waiting.fingerprint == woke.fingerprint
+    tracker = QuietTracker()
+    tracker.quiet_for(waiting, 100.0)
+    assert tracker.quiet_for(woke, 110.0) == 10.0
+
+
 # -- quiet and idle -------------------------------------------------------------------------
 
 

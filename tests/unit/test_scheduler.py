@@ -18,6 +18,7 @@ from crawl.frontier import DictStore, HostQueue, QueueEntry
 from crawl.model import FetchResult
 from crawl.robots import RobotsRecord
 from crawl.scheduler import (
+    BUDGET_RETRY_MS,
     HOST_ROW_FIELDS,
     HOST_ROW_VERSION,
     LEASE_PAGE,
@@ -125,10 +126,82 @@ def test_disallowed_urls_are_denied_without_a_request(tmp_path: Path) -> None:
 def test_unavailable_robots_denies_everything(tmp_path: Path, status: int) -> None:
     record = RobotsRecord(status, "", 0, 600_000, "http:503" if status else "timeout:read")
     state = _state("/a", "/b", robots=record)
+    state.failures = RobotsSection().unavailable_attempts  # no retry left
     wake = _scheduler(tmp_path).wake(HOST, state, None, now_ms=1000)
     assert wake.start is None
     assert [r.status for r in wake.results] == [Status.ROBOTS_DENIED] * 2
     assert all(r.reason.startswith("robots:unavailable") for r in wake.results)
+
+
+@pytest.mark.parametrize(("status", "reason"), [(503, "http:503"), (429, "http:429"),
+                                                (0, "timeout:total")])
+def test_unavailable_robots_is_asked_again_while_the_queue_waits(
+    tmp_path: Path, status: int, reason: str
+) -> None:
+    scheduler = _scheduler(tmp_path)  # back-off from the first failure: 5 s, then 10 s
+    state = _state("/a", "/b")
+    now = 1000
+    for attempt in range(1, RobotsSection().unavailable_attempts + 1):
+        wake = scheduler.wake(HOST, state, None, now_ms=now)
+        assert wake.start is not None, attempt
+        assert wake.start.kind == LEASE_ROBOTS, attempt
+        failed = FetchResult(url=wake.start.url, status=Status.FETCH_ERROR if not status
+                             else Status.HTTP_ERROR, reason=reason, http_status=status,
+                             started_ms=now, duration_ms=100)
+        wake = scheduler.wake(HOST, state, _done(failed), now_ms=now + 100)
+        assert wake.results == [failed]
+        assert state.failures == attempt
+        if attempt < RobotsSection().unavailable_attempts:
+            # The queue waits, and robots.txt is asked again when the back-off ends.
+            assert len(state.queue) == 2
+            assert "robots.retries" in wake.events
+            assert state.next_allowed_ms > now + 100 + 4000
+            assert wake.wake_at_ms == state.next_allowed_ms
+            assert scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms - 1).start is None
+            now = state.next_allowed_ms
+    # Out of attempts: the URLs are recorded, not fetched, and robots.txt is trusted as
+    # unavailable for unavailable_retry_seconds.
+    assert "robots.retries" not in wake.events
+    assert state.robots is not None
+    assert state.robots.expires_ms == now + 100 + 600_000
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+    assert wake.start is None
+    assert [r.reason for r in wake.results] == [f"robots:unavailable:{reason}"] * 2
+    assert len(state.queue) == 0
+
+
+def test_robots_refused_by_the_address_guard_is_not_asked_again(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path)
+    state = _state("/a")
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+    refused = FetchResult(url=wake.start.url, status=Status.FETCH_ERROR,
+                          reason="ssrf:loopback-address", started_ms=1000, duration_ms=1)
+    wake = scheduler.wake(HOST, state, _done(refused), now_ms=1001)
+    assert "robots.retries" not in wake.events
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+    assert wake.start is None
+    assert [r.reason for r in wake.results] == ["robots:unavailable:ssrf:loopback-address"]
+
+
+def test_robots_that_answers_on_a_retry_lets_the_queue_through(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path)
+    state = _state("/a")
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+    failed = FetchResult(url=wake.start.url, status=Status.HTTP_ERROR, reason="http:503",
+                         http_status=503, started_ms=1000, duration_ms=100)
+    scheduler.wake(HOST, state, _done(failed), now_ms=1100)
+    now = state.next_allowed_ms
+    wake = scheduler.wake(HOST, state, None, now_ms=now)
+    assert wake.start is not None
+    assert wake.start.kind == LEASE_ROBOTS
+    answered = FetchResult(url=wake.start.url, status=Status.FETCHED, reason="",
+                           http_status=200, body=b"User-agent: *\nDisallow:\n",
+                           started_ms=now, duration_ms=100)
+    scheduler.wake(HOST, state, _done(answered), now_ms=now + 100)
+    assert state.failures == 0
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+    assert wake.start is not None
+    assert wake.start.url == f"http://{HOST}/a"
 
 
 def test_expired_robots_is_fetched_again(tmp_path: Path) -> None:
@@ -161,6 +234,7 @@ def test_budget_exhausted_keeps_the_url_queued(tmp_path: Path) -> None:
     assert second.start is None
     assert second.budget_exhausted
     assert len(state.queue) == 1
+    assert second.wake_at_ms == 5000 + BUDGET_RETRY_MS <= 5000 + 2000
 
 
 def test_waits_until_the_next_allowed_start(tmp_path: Path) -> None:
@@ -425,7 +499,11 @@ def test_retry_after_on_robots_txt_holds_the_host(tmp_path: Path) -> None:
     assert state.failures == 1
     assert state.next_allowed_ms == 1100 + 60_000
     assert scheduler.wake(HOST, state, None, 61_099).start is None
-    assert _start(scheduler, state, 61_100).endswith("/a")
+    # 429 leaves robots.txt unavailable: it is asked again once the Retry-After has passed.
+    again = scheduler.wake(HOST, state, None, 61_100).start
+    assert again is not None
+    assert again.kind == LEASE_ROBOTS
+    assert len(state.queue) == 1
 
 
 def test_a_lost_lease_of_a_retry_keeps_its_attempts(tmp_path: Path) -> None:
