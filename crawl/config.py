@@ -36,6 +36,7 @@ __all__ = [
     "PolitenessSection",
     "RobotsSection",
     "ScopeSection",
+    "SitemapsSection",
     "UrlsSection",
     "UserAgentSection",
     "WarcSection",
@@ -247,6 +248,28 @@ class RobotsSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class SitemapsSection:
+    """Sitemaps named by robots.txt: how far they are followed (see crawl/sitemaps.py)."""
+
+    enabled: bool = True
+    max_per_robots: int = 50
+    max_bytes: int = 50 * 1024 * 1024
+    max_urls: int = 50_000
+    max_decompression_ratio: float = 200.0
+    max_nesting: int = 2
+
+    def _validate(self) -> None:
+        _check(self, "sitemaps", "max_per_robots", lambda v: 1 <= v <= 10_000,
+               "an integer from 1 to 10000")
+        _check(self, "sitemaps", "max_bytes", lambda v: v >= 1024, "an integer >= 1024")
+        _check(self, "sitemaps", "max_urls", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "sitemaps", "max_decompression_ratio", lambda v: v == 0 or v >= 1,
+               "0 (no limit) or a number >= 1")
+        _check(self, "sitemaps", "max_nesting", lambda v: 1 <= v <= 10,
+               "an integer from 1 to 10")
+
+
+@dataclasses.dataclass(frozen=True)
 class WarcSection:
     """The WARC output."""
 
@@ -420,6 +443,7 @@ class Config:
     politeness: PolitenessSection = dataclasses.field(default_factory=PolitenessSection)
     fetch: FetchSection = dataclasses.field(default_factory=FetchSection)
     robots: RobotsSection = dataclasses.field(default_factory=RobotsSection)
+    sitemaps: SitemapsSection = dataclasses.field(default_factory=SitemapsSection)
     warc: WarcSection = dataclasses.field(default_factory=WarcSection)
     crawldb: CrawlDbSection = dataclasses.field(default_factory=CrawlDbSection)
     urls: UrlsSection = dataclasses.field(default_factory=UrlsSection)

@@ -40,7 +40,8 @@ The web is hostile, so every request passes these rules, each plain logic tested
   2xx response of another declared type is ``FETCH_ERROR content-type:filtered``: status and
   headers are kept (the WARC writer archives them, with an empty body marked
   ``WARC-Truncated: unspecified``), the body is not read and the connection is closed. robots.txt
-  (hop path ending in ``P``) and responses without a Content-Type are never filtered.
+  (hop path ending in ``P``), sitemaps (``S``) and responses without a Content-Type are never
+  filtered.
 - **Timeouts**: connect (``fetch.connect_timeout_seconds``), silence while reading
   (``read_timeout_seconds``) and the whole request (``total_timeout_seconds``), so a slow
   host holds a connection for a bounded time. Before the response head: ``FETCH_ERROR`` with
@@ -74,6 +75,7 @@ from yarl import URL
 from crawl.config import ConnectTo, FetchSection, UserAgentSection
 from crawl.model import FetchResult
 from crawl.progress import RunningMean
+from crawl.sitemaps import is_sitemap_hops
 from crawl.status import Status
 
 __all__ = [
@@ -821,8 +823,10 @@ class HttpFetcher:
         }
         sent = _SentTime(time.time(), time.monotonic())
         result = FetchResult(url=url, status=Status.FETCH_ERROR, reason="", hops=hops, via=via)
-        filter_types = bool(self._config.accept_content_types) and not hops.endswith(
-            _PREREQUISITE_HOP
+        filter_types = (
+            bool(self._config.accept_content_types)
+            and not hops.endswith(_PREREQUISITE_HOP)
+            and not is_sitemap_hops(hops)
         )
         try:
             target = URL(url)

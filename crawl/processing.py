@@ -7,17 +7,21 @@ its own vnode, for the crawl DB. Links this subtask sent lately are dropped firs
 (:class:`RecentUrls`), then the URL policy (:mod:`crawl.scope`) decides which enter the crawl.
 Each line gets a unique id: ``producer_id`` (unique per subtask attempt) and a sequence number.
 robots.txt fetches (hop ``P``, the prerequisite of a host) are archived and logged but are not
-pages: they produce no loop line.
+pages: they have no outcome in the crawl DB, and their only loop lines carry the sitemaps their
+``Sitemap:`` lines name (hop ``S``). A sitemap document (:mod:`crawl.sitemaps`) is read as one:
+its child sitemaps (``S``) and listed URLs (``M``) are what it found.
 """
 
 from __future__ import annotations
 
+from crawl.config import SitemapsSection
 from crawl.crawl_log import CrawlLogWriter
 from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode, url_vnode
 from crawl.model import FetchResult
 from crawl.parse import extract_links
 from crawl.progress import StageStatus
 from crawl.scope import UrlPolicy
+from crawl.sitemaps import is_sitemap_hops, parse_sitemap, sitemap_level, sitemaps_in_robots
 from crawl.status import Status
 from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer
 from crawl.warc_writer import WarcFileWriter, sha1_digest
@@ -66,6 +70,7 @@ class PageProcessor:
         recent_urls: int = 0,
         policy: UrlPolicy | None = None,
         normalizer: UrlNormalizer = DEFAULT_NORMALIZER,
+        sitemaps: SitemapsSection | None = None,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -76,6 +81,7 @@ class PageProcessor:
         self._recent = RecentUrls(recent_urls)
         self._policy = policy
         self._normalizer = normalizer
+        self._sitemaps = sitemaps if sitemaps is not None and sitemaps.enabled else None
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
@@ -90,17 +96,10 @@ class PageProcessor:
         self._log.log(result, payload_digest=digest)
         if result.hops.endswith(PREREQUISITE_HOP):
             status.count(f"robots.{result.status.value}")
-            return []
+            found = self._robots_sitemaps(result)
+            return self._route(found, None, "") if found else []
         status.count(f"pages.{result.status.value}")
         found = self._outlinks(result)
-        status.count("links.found", len(found))
-        fresh = [item for item in found if self._recent.add(item[0])]
-        if len(fresh) < len(found):
-            status.count("links.recent", len(found) - len(fresh))
-            found = fresh
-        if self._policy is not None and found:
-            found = self._admitted(found)
-        own_vnode = url_vnode(result.url, self._vnodes)
         done: DoneEvent = (
             result.url,
             result.status.value,
@@ -108,9 +107,26 @@ class PageProcessor:
             result.reason,
             result.started_ms,
         )
+        return self._route(found, done, result.url)
+
+    def _route(self, found: list[FoundUrl], done: DoneEvent | None, own_url: str) -> list[str]:
+        """Loop lines for ``found`` (after the recent-URL cache and the policy) grouped by
+        vnode, with ``done`` (the page's own outcome) in the line of its own vnode."""
+        status = self._status
+        status.count("links.found", len(found))
+        fresh = [item for item in found if self._recent.add(item[0])]
+        if len(fresh) < len(found):
+            status.count("links.recent", len(found) - len(fresh))
+            found = fresh
+        if self._policy is not None and found:
+            found = self._admitted(found)
         groups = group_by_vnode(found, self._vnodes)
-        if own_vnode not in groups:
-            groups[own_vnode] = []
+        own_vnode = -1
+        if done is not None:
+            own_vnode = url_vnode(own_url, self._vnodes)
+            groups.setdefault(own_vnode, [])
+        if not groups:
+            return []
         lines = [
             encode_line(
                 vnode,
@@ -135,6 +151,63 @@ class PageProcessor:
                 self._status.count(f"links.rejected.{reason}")
         return admitted
 
+    def _robots_sitemaps(self, result: FetchResult) -> list[FoundUrl]:
+        """The sitemaps a robots.txt that answered 2xx names (hop ``S``, via the robots.txt)."""
+        config = self._sitemaps
+        if config is None or not 200 <= result.http_status < 300:
+            return []
+        urls, dropped = sitemaps_in_robots(result.body, result.url, config.max_per_robots)
+        if dropped:
+            self._status.count("links.rejected.sitemap:over-limit", dropped)
+        found = []
+        for url in urls:
+            try:
+                found.append((self._normalizer.normalize(url), "S", result.url))
+            except UrlError as error:
+                self._status.count(f"links.rejected.{error.reason}")
+        self._status.count("sitemaps.named", len(found))
+        return found
+
+    def _sitemap_links(self, result: FetchResult, config: SitemapsSection) -> list[FoundUrl]:
+        """What a sitemap document found: child sitemaps of an index (one level deeper, up to
+        ``max_nesting``), listed URLs of its own host (or of the robots.txt naming it)."""
+        status = self._status
+        document = parse_sitemap(result.body, config, truncated=result.truncated == "length")
+        status.count(f"sitemaps.{document.kind or 'unread'}")
+        if document.error:
+            status.count(f"sitemaps.error.{document.error}")
+        for reason, count in document.rejected.items():
+            status.count(f"links.rejected.{reason}", count)
+        found: list[FoundUrl] = []
+        level = sitemap_level(result.hops)
+        if document.sitemaps:
+            if level >= config.max_nesting:
+                status.count("links.rejected.sitemap:too-deep", len(document.sitemaps))
+            else:
+                found += self._resolved(result.url, document.sitemaps, result.hops + "S", None)
+        if document.urls:
+            hosts = {_host(result.url)}
+            if result.hops.rstrip("R") == "S":  # named by a robots.txt: its host too
+                hosts.add(_host(result.via))
+            found += self._resolved(result.url, document.urls, result.hops + "M", hosts)
+        return found
+
+    def _resolved(
+        self, base: str, entries: list, hops: str, hosts: set[str] | None
+    ) -> list[FoundUrl]:
+        found = []
+        for entry in entries:
+            try:
+                url = self._normalizer.resolve(base, entry.url)
+            except UrlError as error:
+                self._status.count(f"links.rejected.{error.reason}")
+                continue
+            if hosts is not None and _host(url) not in hosts:
+                self._status.count("links.rejected.sitemap:cross-host")
+                continue
+            found.append((url, hops, base))
+        return found
+
     def _next_line_id(self) -> str:
         self._lines += 1
         return f"{self._producer_id}.{self._lines}"
@@ -153,8 +226,15 @@ class PageProcessor:
             return [(target, result.hops + "R", result.url)]
         if result.status is not Status.FETCHED:
             return []
+        if self._sitemaps is not None and is_sitemap_hops(result.hops):
+            return self._sitemap_links(result, self._sitemaps)
         parsed = extract_links(result, self._normalizer)
         for reason, count in parsed.rejected.items():
             self._status.count(f"links.rejected.{reason}", count)
         hops = result.hops + "L"
         return [(url, hops, result.url) for url in parsed.urls if url != result.url]
+
+
+def _host(url: str) -> str:
+    """The host (with a non-default port) of a normalised URL."""
+    return url.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0]

@@ -37,6 +37,8 @@ from urllib.parse import urlsplit
 
 from publicsuffixlist import PublicSuffixList
 
+from crawl.sitemaps import is_sitemap_hops
+
 __all__ = ["FOLLOW_MODES", "UrlPolicy", "registered_domain"]
 
 FOLLOW_MODES = ("any", "host", "domain", "listed")
@@ -109,7 +111,7 @@ class UrlPolicy:
             if reason:
                 return reason
         path = parts.path
-        if self._suffixes:
+        if self._suffixes and not is_sitemap_hops(hops):
             last = path.rsplit("/", 1)[-1].lower()
             if last.endswith(self._suffixes):
                 return "scope:extension"

@@ -47,12 +47,14 @@ from crawl.robots import RobotsRecord
 from crawl.scheduler import (
     HOST_ROW_FIELDS,
     LEASE_ROBOTS,
+    FetchOrder,
     HostScheduler,
     HostState,
     host_row,
     host_state,
     upgrade_host_row,
 )
+from crawl.sitemaps import is_sitemap_hops
 from operators.context import Lifecycle, subtask_of
 
 __all__ = ["FetchFunction"]
@@ -224,7 +226,7 @@ class FetchFunction(KeyedProcessFunction):
                     via=order.via,
                     follow_redirects=order.kind == LEASE_ROBOTS,
                     hop_spacing=self._hop_spacing,
-                    max_bytes=self._config.robots.max_bytes if order.kind == LEASE_ROBOTS else None,
+                    max_bytes=self._max_bytes(order),
                     submitted=time.monotonic(),
                 )
             )
@@ -287,6 +289,14 @@ class FetchFunction(KeyedProcessFunction):
         return host_state(
             fields, self._queue, self._robots_record(host, fields[_ROBOTS_FETCHED_MS])
         )
+
+    def _max_bytes(self, order: FetchOrder) -> int | None:
+        """robots.txt and sitemaps have limits of their own; pages the fetch section's."""
+        if order.kind == LEASE_ROBOTS:
+            return self._config.robots.max_bytes
+        if is_sitemap_hops(order.hops):
+            return self._config.sitemaps.max_bytes
+        return None
 
     def _robots_record(self, host: str, fetched_ms: int) -> RobotsRecord | None:
         """The host's robots.txt record: from the parsed-policy cache, else from state."""

@@ -76,6 +76,7 @@ class ProcessFunction(FlatMapFunction):
             recent_urls=config.crawl.recent_urls,
             policy=config.scope.policy(),
             normalizer=config.urls.normalizer(),
+            sitemaps=config.sitemaps,
         )
 
 

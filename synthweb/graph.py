@@ -34,6 +34,7 @@ import random
 from collections.abc import Iterable
 
 from synthweb import hostile, policy
+from synthweb import sitemaps as sitemap_web
 from synthweb.robots import (
     GARBAGE_VARIANTS,
     RobotsFile,
@@ -144,6 +145,12 @@ class WebConfig:
     #: Decompressed bytes of the gzip bomb x-broken.synth.test/bomb.
     hostile_bomb_bytes: int = 1 << 30
 
+    # -- the sitemap profile (synthweb.sitemaps) ----------------------------------------------
+
+    #: Serve the hosts sm-*.synth.test, with sitemaps named by robots.txt and pages only they
+    #: list, sm-a linked from h0's home page.
+    sitemaps: bool = False
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
@@ -218,6 +225,10 @@ class WebConfig:
         }
         profile.update(changes)
         return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
+
+    def with_sitemap_profile(self) -> WebConfig:
+        """This configuration with the sitemap profile on."""
+        return dataclasses.replace(self, sitemaps=True)
 
     def with_hostile_profile(self, **changes: object) -> WebConfig:
         """This configuration with the hostile profile on; ``changes`` override its fields."""
@@ -445,6 +456,8 @@ class SyntheticWeb:
             return index < self.config.hosts
         if self.config.hostile and hostile.is_hostile_host(host):
             return True
+        if self.config.sitemaps and sitemap_web.is_sitemap_host(host):
+            return True
         return self._is_policy_host(host)
 
     def _is_policy_host(self, host: str) -> bool:
@@ -464,6 +477,11 @@ class SyntheticWeb:
             return RobotsFile(
                 host, RobotsKind.UNAVAILABLE, "unknown-host", 502, "text/plain", body, ()
             )
+        if host_index(host) is None and sitemap_web.is_sitemap_host(host):
+            _, _, body = sitemap_web.response(host, "/robots.txt")
+            rules = tuple(Rule(False, p) for p in sitemap_web.DISALLOWED.get(host, ()))
+            return RobotsFile(host, RobotsKind.NORMAL, "sitemaps", 200,
+                              "text/plain; charset=utf-8", body, (RobotsGroup(("*",), rules),))
         if host_index(host) is None and hostile.is_hostile_host(host):
             robots = self._policy_robots.get(host)
             if robots is None:
@@ -495,6 +513,8 @@ class SyntheticWeb:
         if host_index(host) is None:
             if hostile.is_hostile_host(host):
                 return self._hostile_page(host, path)
+            if sitemap_web.is_sitemap_host(host):
+                return _sitemap_page(host, path)
             return self._policy_page(host, path)
         plan = self._plan(host)
         number = plan.numbers.get(path)
@@ -507,6 +527,8 @@ class SyntheticWeb:
             raise ValueError(f"{host} has infinitely many pages")
         if self.config.hostile and hostile.is_hostile_host(host):
             return [p for p in map(self._hostile_page, [host] * 99, hostile.paths(host)) if p]
+        if self.config.sitemaps and sitemap_web.is_sitemap_host(host):
+            return [p for p in (_sitemap_page(host, q) for q in sitemap_web.paths(host)) if p]
         farm = policy.farm_host_index(host)
         if farm is not None and farm < self.config.farm_hosts:
             return [self._farm_page(farm, n) for n in range(self.config.farm_pages_per_host)]
@@ -748,6 +770,8 @@ class SyntheticWeb:
             links = self._policy_links(plan, number, url, links)
         if self.config.hostile and index == 0 and number == 0:
             links += tuple(Link(href, target) for href, target in hostile.entry_links())
+        if self.config.sitemaps and index == 0 and number == 0:
+            links += (Link(sitemap_web.ENTRY_URL, sitemap_web.ENTRY_URL),)
         gzipped = rng.random() < self.config.gzip_share
         return Page(url, kind, 200, content_type, links=links, delay=delay, gzip=gzipped)
 
@@ -1045,6 +1069,8 @@ class SyntheticWeb:
     def _build_response(self, host: str, path: str, accept_gzip: bool) -> Response:
         if self.config.hostile and hostile.is_hostile_host(host):
             return self._hostile_response(host, path)
+        if self.config.sitemaps and sitemap_web.is_sitemap_host(host):
+            return Response(*sitemap_web.response(host, path))
         if not self.is_host(host):
             body = f"502 Bad Gateway: cannot resolve {host}\n".encode()
             return Response(502, (("Content-Type", "text/plain; charset=utf-8"),), body)
@@ -1110,6 +1136,18 @@ class SyntheticWeb:
 
 _ERROR_404 = b"<html><body><h1>404 Not Found</h1></body></html>\n"
 _ERROR_500 = b"<html><body><h1>500 Internal Server Error</h1></body></html>\n"
+
+
+def _sitemap_page(host: str, path: str) -> Page | None:
+    """A page of a sitemap host for the model: HTML with its links, or a sitemap document
+    (no links: :func:`synthweb.truth.expected_crawl` reads sitemaps itself)."""
+    url = f"http://{host}{path}"
+    status, headers, _ = sitemap_web.response(host, path)
+    if status != 200:
+        return None
+    links = sitemap_web.page_links(host, path)
+    kind = PageKind.HTML if links is not None else PageKind.TEXT
+    return Page(url, kind, 200, headers[0][1], links=tuple(Link(u, u) for u in links or ()))
 
 
 def _hostile_robots(host: str) -> RobotsFile:

@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING
 
 from synthweb import hostile as hostile_web
 from synthweb import policy as url_policy
+from synthweb import sitemaps as sitemap_web
 from synthweb.urls import canonical_url, page_identity, split_url
 
 if TYPE_CHECKING:
     from synthweb.graph import SyntheticWeb
 
-__all__ = ["ExpectedCrawl", "HostileTruth", "PolicyTruth", "expected_crawl"]
+__all__ = ["ExpectedCrawl", "HostileTruth", "PolicyTruth", "SitemapTruth", "expected_crawl"]
 
 DEFAULT_AGENT_TOKEN = "pyflink-crawler"
 
@@ -69,6 +70,8 @@ class ExpectedCrawl:
     policy: PolicyTruth | None = None
     #: The hostile profile's part of the truth; None when the profile is off.
     hostile: HostileTruth | None = None
+    #: The sitemap profile's part of the truth; None when the profile is off.
+    sitemaps: SitemapTruth | None = None
 
     def robots_url(self, host: str) -> str:
         """The robots.txt URL of ``host``."""
@@ -160,6 +163,21 @@ class HostileTruth:
     retry_after: int
 
 
+@dataclasses.dataclass(frozen=True)
+class SitemapTruth:
+    """The ground truth of the sitemap profile (:mod:`synthweb.sitemaps`): which sitemaps a
+    crawl fetches, which pages only they lead to, and what they name that it must not fetch
+    (all also in ``fetch`` or ``never``)."""
+
+    #: Sitemap documents to fetch.
+    documents: frozenset[str]
+    #: Pages fetched that no fetched page links to: only sitemaps lead there.
+    orphans: frozenset[str]
+    #: URLs sitemaps or robots.txt name that must not be fetched: other hosts' pages, sitemaps
+    #: nested too deep (and what only they list), a sitemap robots.txt disallows.
+    refused: frozenset[str]
+
+
 def expected_crawl(
     web: SyntheticWeb, seeds: Iterable[str], agent_token: str = DEFAULT_AGENT_TOKEN
 ) -> ExpectedCrawl:
@@ -189,6 +207,11 @@ def expected_crawl(
     once: dict[str, str] = {}
     private: set[str] = set()
     hostile_robots: dict[str, int] = {}
+    sitemaps_on = web.config.sitemaps
+    # sitemap URL -> (level below robots.txt, host of the robots.txt naming it, or "")
+    sitemap_levels: dict[str, tuple[int, str]] = {}
+    linked: set[str] = set(seed_urls)
+    refused: set[str] = set()
 
     def discover(url: str | None) -> None:
         if url and url not in seen:
@@ -231,12 +254,20 @@ def expected_crawl(
             delay = rules.crawl_delay(agent_token)
             if delay is not None:
                 delays[host] = delay
+            if sitemaps_on and sitemap_web.is_sitemap_host(host) and rules.status == 200:
+                for named in sitemap_web.robots_sitemaps(host):
+                    sitemap_levels.setdefault(named, (1, host))
+                    discover(named)
         if path == "/robots.txt":
             continue
         if not rules.allowed(path, agent_token):
             never.add(url)
             continue
         fetch[url] = web.status(url)
+        if url in sitemap_levels:
+            for target in _sitemap_targets(url, sitemap_levels, refused):
+                discover(target)
+            continue
         page = web.page(url)
         if page is None:
             continue
@@ -248,6 +279,8 @@ def expected_crawl(
         elif page.status == 200 and page.content_type.lower().startswith("text/html"):
             for link in page.links:
                 discover(link.url)
+                if link.url:
+                    linked.add(link.url)
                 if profile and link.url and split_url(link.url)[0] != host:
                     linking_hosts.setdefault(link.url, set()).add(host)
     truth = None
@@ -284,6 +317,15 @@ def expected_crawl(
             robots_extra=frozenset(extra),
             retry_after=web.config.hostile_retry_after,
         )
+    sitemap_truth = None
+    if sitemaps_on:
+        never |= refused
+        documents = frozenset(u for u in sitemap_levels if u in fetch)
+        sitemap_truth = SitemapTruth(
+            documents=documents,
+            orphans=frozenset(fetch.keys() - linked - documents),
+            refused=frozenset(refused | {u for u in sitemap_levels if u in never}),
+        )
     return ExpectedCrawl(
         agent_token=agent_token,
         seeds=seed_urls,
@@ -295,4 +337,27 @@ def expected_crawl(
         slow=slow,
         policy=truth,
         hostile=hostile_truth,
+        sitemaps=sitemap_truth,
     )
+
+
+def _sitemap_targets(
+    url: str, levels: dict[str, tuple[int, str]], refused: set[str]
+) -> list[str]:
+    """What the model follows from sitemap ``url`` (see :mod:`synthweb.sitemaps`); what it
+    must not follow goes to ``refused``, with what only a refused sitemap lists."""
+    level, robots_host = levels[url]
+    kind, listed = sitemap_web.DOCUMENTS[url]
+    if kind == "index":
+        if level >= sitemap_web.MAX_NESTING:
+            for child in listed:
+                refused.add(child)
+                refused.update(sitemap_web.DOCUMENTS[child][1])
+            return []
+        for child in listed:
+            levels.setdefault(child, (level + 1, ""))
+        return list(listed)
+    hosts = {split_url(url)[0]} | ({robots_host} if level == 1 else set())
+    followed = [target for target in listed if split_url(target)[0] in hosts]
+    refused.update(target for target in listed if split_url(target)[0] not in hosts)
+    return followed

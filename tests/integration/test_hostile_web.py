@@ -1,4 +1,5 @@
-"""End to end: a crawl of the synthetic web's hostile profile, judged by the server's own log.
+"""End to end: a crawl of the synthetic web's hostile and sitemap profiles, judged by the
+server's own log.
 
 The crawler reaches the web as a production crawler reaches the Internet: directly, with no
 proxy, and with the private-address guard on. ``fetch.connect_to`` sends the web's host names
@@ -8,11 +9,14 @@ resolver: ``localhost`` resolves to a loopback address the guard refuses, and
 resolve at all, as a ``.test`` name must not. IP-literal links to private addresses are refused
 before any connection. The server serves Retry-After answers, trickling and broken bodies, a
 1 GiB gzip bomb, a 20 MiB page, huge headers, a redirect loop and robots.txt that stalls,
-redirects or runs past 500 KiB.
+redirects or runs past 500 KiB. The sitemap hosts name sitemaps in robots.txt (an index, a
+gzipped file, a text sitemap, one on another host) listing pages no page links to, and
+sitemaps and pages the crawl must not follow (other hosts', nested too deep, disallowed).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +26,7 @@ import pytest
 from crawl.crawl_log import parse_line
 from synthweb import SyntheticWebServer, WebConfig, audit_hostile, audit_log
 from synthweb.hostile import BROKEN_HOST, ROBOTS_STALL_HOST, TRICKLE_HOST
+from synthweb.sitemaps import SITEMAP_HOSTS
 from tests.integration.crawl_runner import run_crawl_measured
 
 pytestmark = pytest.mark.integration
@@ -40,12 +45,12 @@ PEAK_RSS_BOUND = 1800 * 2**20
 def hostile_web(tmp_path: Path) -> Iterator[SyntheticWebServer]:
     config = WebConfig(seed=7, hosts=12, pages_per_host=8).with_hostile_profile(
         hostile_trickle_seconds=TRICKLE_SECONDS, hostile_robots_stall_seconds=60.0
-    )
+    ).with_sitemap_profile()
     with SyntheticWebServer(config, tmp_path / "requests.jsonl") as server:
         yield server
 
 
-def test_the_crawl_survives_the_hostile_web_and_stays_polite(
+def test_the_crawl_survives_the_hostile_web_stays_polite_and_follows_sitemaps(
     tmp_path: Path, hostile_web: SyntheticWebServer
 ) -> None:
     web = hostile_web.web
@@ -53,8 +58,9 @@ def test_the_crawl_survives_the_hostile_web_and_stays_polite(
     expected = web.expected_crawl(seeds, TOKEN)
     assert expected.hostile is not None
     # Every name of the web the crawl needs, hostile hosts and hosts off the web (502) alike,
-    # goes to the server; the private-DNS name is deliberately not among them.
-    names = sorted(set(expected.robots) | set(expected.hostile.robots))
+    # goes to the server, and the sitemap host the crawl must leave alone (so that a request
+    # there would show); the private-DNS name is deliberately not among them.
+    names = sorted(set(expected.robots) | set(expected.hostile.robots) | set(SITEMAP_HOSTS))
     port = hostile_web.proxy_url.rsplit(":", 1)[1]
     connect_to = ",".join(f"{name}:80:127.0.0.1:{port}" for name in names)
 
@@ -79,6 +85,14 @@ def test_the_crawl_survives_the_hostile_web_and_stays_polite(
     stalled = [r for r in records if r.host == ROBOTS_STALL_HOST]
     assert stalled
     assert all(r.path == "/robots.txt" for r in stalled)
+    # Sitemaps: every page only they lead to was fetched (audit_log: every expected URL once),
+    # and nothing they name but must not be followed (audit_log: nothing in never).
+    sitemaps = expected.sitemaps
+    assert sitemaps is not None
+    requested = {r.url for r in records}
+    assert sitemaps.orphans <= requested
+    assert sitemaps.documents <= requested
+    assert not sitemaps.refused & requested
 
     # The crawler's own account: each misbehaviour recorded with its reason.
     out = tmp_path / "out"
@@ -108,7 +122,11 @@ def test_the_crawl_survives_the_hostile_web_and_stays_polite(
     private_dns = by_url["http://x-private-dns.synth.test/"]
     assert private_dns["reason"] == "robots:unavailable:dns:unresolved"
     assert by_url[f"http://{ROBOTS_STALL_HOST}/"]["reason"] == "robots:unavailable:timeout:total"
-    assert reasons["robots:disallow"] >= 2  # /secret/1 (robots.txt moved), /private/1 (big)
+    assert reasons["robots:disallow"] >= 3  # /secret/1 (moved), /private/1 (big), a sitemap
+    process_status = json.loads((out / "status" / "process-00000.json").read_text())
+    counters = process_status["counters"]
+    assert counters["links.rejected.sitemap:cross-host"] == 2
+    assert counters["links.rejected.sitemap:too-deep"] == 1
 
     assert usage.samples > 10
     assert usage.peak_rss_bytes < PEAK_RSS_BOUND, f"peak RSS {usage.peak_rss_bytes / 2**20:.0f} MiB"

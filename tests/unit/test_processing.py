@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from crawl.config import SitemapsSection
 from crawl.crawl_log import CrawlLogWriter, parse_line
 from crawl.loop import decode_line, parse_payload
 from crawl.model import FetchResult
@@ -182,3 +183,103 @@ def test_the_url_policy_turns_links_away_and_counts_why(tmp_path: Path) -> None:
     warc.close()
     log.close()
     status.close()
+
+
+# -- sitemaps ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sitemap_processor(tmp_path: Path) -> Iterator[tuple[PageProcessor, StageStatus]]:
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    policy = UrlPolicy(skip_extensions=("gz", "xml"))
+    yield PageProcessor(warc, log, VNODES, status, producer_id="0.s", policy=policy,
+                        sitemaps=SitemapsSection(max_nesting=2)), status
+    warc.close()
+    log.close()
+    status.close()
+
+
+def _found(lines: list[str]) -> list[tuple[str, str, str]]:
+    return sorted(item for group, _ in _lines_by_vnode(lines).values() for item in group)
+
+
+def _sitemap(url: str, hops: str, via: str, body: bytes) -> FetchResult:
+    return FetchResult(url=url, status=Status.FETCHED, reason="", http_status=200, body=body,
+                       response_headers=[("Content-Type", "application/xml")], started_ms=1,
+                       hops=hops, via=via)
+
+
+def test_robots_txt_sends_the_sitemaps_it_names(
+    sitemap_processor: tuple[PageProcessor, StageStatus],
+) -> None:
+    page_processor, status = sitemap_processor
+    robots = FetchResult(
+        url="http://a.test/robots.txt", status=Status.FETCHED, reason="", http_status=200,
+        body=b"User-agent: *\nDisallow:\nSitemap: /sitemap.xml.gz\nSitemap: http://b.test/s.xml\n",
+        started_ms=1, hops="P",
+    )
+    lines = page_processor.process(robots)
+    # Sitemaps are exempt from skip_extensions; robots.txt itself has no outcome to report.
+    assert _found(lines) == [
+        ("http://a.test/sitemap.xml.gz", "S", "http://a.test/robots.txt"),
+        ("http://b.test/s.xml", "S", "http://a.test/robots.txt"),
+    ]
+    assert all(done == [] for _, done in _lines_by_vnode(lines).values())
+    # A robots.txt that failed names nothing.
+    failed = FetchResult(url="http://c.test/robots.txt", status=Status.HTTP_ERROR,
+                         reason="http:503", http_status=503, body=b"Sitemap: /x.xml\n", hops="P")
+    assert page_processor.process(failed) == []
+    assert status.counters["sitemaps.named"] == 2
+
+
+def test_a_sitemap_sends_its_own_hosts_urls_and_those_of_the_robots_txt_naming_it(
+    sitemap_processor: tuple[PageProcessor, StageStatus],
+) -> None:
+    page_processor, status = sitemap_processor
+    body = (b"<urlset><url><loc>http://b.test/1</loc></url><url><loc>http://a.test/2</loc>"
+            b"</url><url><loc>http://c.test/3</loc></url></urlset>")
+    # On b.test, named by the robots.txt of a.test: b.test and a.test URLs pass.
+    lines = page_processor.process(_sitemap("http://b.test/s.xml", "S",
+                                            "http://a.test/robots.txt", body))
+    found = _found(lines)
+    assert [url for url, _, _ in found] == ["http://a.test/2", "http://b.test/1"]
+    assert {hops for _, hops, _ in found} == {"SM"}
+    assert status.counters["links.rejected.sitemap:cross-host"] == 1
+    assert _lines_by_vnode(lines)[vnode_of("b.test", VNODES)][1][0][:2] == (
+        "http://b.test/s.xml", "FETCHED"
+    )
+    # Named by an index, a sitemap lists its own host's URLs only.
+    lines = page_processor.process(_sitemap("http://b.test/t.xml", "SS", "http://b.test/i.xml",
+                                            body.replace(b"/1", b"/4").replace(b"/2", b"/5")))
+    assert [url for url, _, _ in _found(lines)] == ["http://b.test/4"]
+
+
+def test_an_index_sends_its_sitemaps_up_to_the_nesting_limit(
+    sitemap_processor: tuple[PageProcessor, StageStatus],
+) -> None:
+    page_processor, status = sitemap_processor
+    index = (b"<sitemapindex><sitemap><loc>http://a.test/part-1.xml</loc></sitemap>"
+             b"<sitemap><loc>http://a.test/part-2.xml.gz</loc></sitemap></sitemapindex>")
+    lines = page_processor.process(_sitemap("http://a.test/index.xml", "S",
+                                            "http://a.test/robots.txt", index))
+    assert _found(lines) == [
+        ("http://a.test/part-1.xml", "SS", "http://a.test/index.xml"),
+        ("http://a.test/part-2.xml.gz", "SS", "http://a.test/index.xml"),
+    ]
+    # An index at the last level: its children are refused.
+    lines = page_processor.process(_sitemap("http://a.test/deep.xml", "SS",
+                                            "http://a.test/index.xml", index))
+    assert _found(lines) == []
+    assert status.counters["links.rejected.sitemap:too-deep"] == 2
+
+
+def test_a_page_listed_in_a_sitemap_is_parsed_as_a_page(
+    sitemap_processor: tuple[PageProcessor, StageStatus],
+) -> None:
+    page_processor, _ = sitemap_processor
+    result = _html_result()
+    result.hops = "SM"
+    found = _found(page_processor.process(result))
+    assert ("http://a.test/dir/other", "SML", PAGE) in found

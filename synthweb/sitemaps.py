@@ -1,0 +1,185 @@
+"""The sitemap profile of the synthetic web: hosts whose pages only sitemaps lead to.
+
+Off unless ``WebConfig.sitemaps`` is on (:meth:`~synthweb.graph.WebConfig.with_sitemap_profile`);
+with it off nothing here is served or modelled. With it on, the home page of ``h0.synth.test``
+links to ``http://sm-a.synth.test/``, whose robots.txt names four sitemaps:
+
+- ``Sitemap: http://sm-a.synth.test/sitemap.xml``: a urlset (sitemaps.org namespace, lastmod,
+  changefreq, priority, an ``&amp;`` in a query) listing a linked page, two orphans (pages no
+  page links to) and a page of ``sm-c`` (another host: must not be followed);
+- ``sitemap: /sitemap-index.xml`` (relative, odd case): an index of a text sitemap
+  (``/sitemaps/part-1.txt``), a gzipped urlset served as ``application/x-gzip`` without
+  Content-Encoding (``/sitemaps/part-2.xml.gz``) and a nested index
+  (``/sitemaps/nested-index.xml``, the second level below robots.txt, so fetched) whose child
+  (``/sitemaps/deep.xml``, a third level) must not be fetched, nor the orphan only it lists;
+- ``Sitemap: http://sm-a.synth.test/private/sitemap.xml``: disallowed by the same robots.txt;
+- ``Sitemap: http://sm-b.synth.test/for-a.xml``: a sitemap on another host (cross-submission),
+  listing an orphan of ``sm-a`` (accepted: the robots.txt naming it is sm-a's), an orphan of
+  ``sm-b`` (its own host) and one of ``sm-c`` (neither: refused).
+
+The rules a crawler must follow here (the model in :func:`synthweb.truth.expected_crawl` applies
+them to :data:`DOCUMENTS`): a sitemap named by a 2xx robots.txt is level 1; an index's children
+are one level deeper, fetched up to level :data:`MAX_NESTING`; a listed URL is followed if it is
+on the sitemap's host or, at level 1, on the host of the robots.txt naming it; robots.txt and
+politeness apply to sitemaps like to any URL; every URL is fetched once.
+"""
+
+from __future__ import annotations
+
+import gzip
+from xml.sax.saxutils import escape
+
+from synthweb.urls import DOMAIN
+
+__all__ = [
+    "DOCUMENTS",
+    "ENTRY_URL",
+    "MAX_NESTING",
+    "SITEMAP_HOSTS",
+    "is_sitemap_host",
+    "page_links",
+    "paths",
+    "response",
+    "robots_sitemaps",
+]
+
+HOST_A = f"sm-a.{DOMAIN}"
+HOST_B = f"sm-b.{DOMAIN}"
+HOST_C = f"sm-c.{DOMAIN}"
+SITEMAP_HOSTS = (HOST_A, HOST_B, HOST_C)
+ENTRY_URL = f"http://{HOST_A}/"
+MAX_NESTING = 2
+NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+_A = f"http://{HOST_A}"
+_B = f"http://{HOST_B}"
+_C = f"http://{HOST_C}"
+
+ROBOTS = {
+    HOST_A: (
+        "User-agent: *\nDisallow: /private/\n\n"
+        f"Sitemap: {_A}/sitemap.xml\n"
+        "sitemap: /sitemap-index.xml\n"
+        f"Sitemap: {_A}/private/sitemap.xml\n"
+        f"Sitemap: {_B}/for-a.xml\n"
+    ),
+    HOST_B: "User-agent: *\nDisallow:\n",
+    HOST_C: "User-agent: *\nDisallow:\n",
+}
+#: Paths robots.txt disallows, per host.
+DISALLOWED = {HOST_A: ("/private/",)}
+
+#: Sitemap URL -> (format, listed URLs): ``urlset``, ``gzip-urlset``, ``text`` list pages,
+#: ``index`` lists sitemaps.
+DOCUMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    f"{_A}/sitemap.xml": (
+        "urlset", (f"{_A}/p/1", f"{_A}/orphan/1", f"{_A}/orphan/2?from=sitemap&kind=xml",
+                   f"{_C}/orphan/1"),
+    ),
+    f"{_A}/sitemap-index.xml": (
+        "index", (f"{_A}/sitemaps/part-1.txt", f"{_A}/sitemaps/part-2.xml.gz",
+                  f"{_A}/sitemaps/nested-index.xml"),
+    ),
+    f"{_A}/sitemaps/part-1.txt": ("text", (f"{_A}/orphan/4",)),
+    f"{_A}/sitemaps/part-2.xml.gz": ("gzip-urlset", (f"{_A}/orphan/3", f"{_A}/p/1")),
+    f"{_A}/sitemaps/nested-index.xml": ("index", (f"{_A}/sitemaps/deep.xml",)),
+    f"{_A}/sitemaps/deep.xml": ("urlset", (f"{_A}/orphan/9",)),
+    f"{_A}/private/sitemap.xml": ("urlset", (f"{_A}/orphan/8",)),
+    f"{_B}/for-a.xml": ("urlset", (f"{_A}/orphan/5", f"{_B}/orphan/1", f"{_C}/orphan/2")),
+}
+
+#: The HTML pages of each host: path -> the paths it links to.
+_PAGES: dict[str, dict[str, tuple[str, ...]]] = {
+    HOST_A: {"/": ("/p/1",), "/p/1": ("/",)}
+    | {f"/orphan/{n}": ("/",) for n in (1, 3, 4, 5, 8, 9)}
+    | {"/orphan/2": ("/",)},
+    HOST_B: {"/": (), "/orphan/1": ("/",)},
+    HOST_C: {"/": (), "/orphan/1": ("/",), "/orphan/2": ("/",)},
+}
+
+
+def is_sitemap_host(host: str) -> bool:
+    """Whether ``host`` is one of :data:`SITEMAP_HOSTS`."""
+    return host in _PAGES
+
+
+def robots_sitemaps(host: str) -> tuple[str, ...]:
+    """The sitemap URLs the robots.txt of ``host`` names, absolute, in order."""
+    urls = []
+    for line in ROBOTS[host].splitlines():
+        field, _, value = line.partition(":")
+        if field.strip().lower() == "sitemap":
+            value = value.strip()
+            urls.append(value if "://" in value else f"http://{host}{value}")
+    return tuple(urls)
+
+
+def page_links(host: str, path: str) -> tuple[str, ...] | None:
+    """The absolute URLs the HTML page ``path`` of ``host`` links to; None if it is no page
+    (a sitemap document, or nothing)."""
+    links = _PAGES.get(host, {}).get(path.split("?", 1)[0])
+    return None if links is None else tuple(f"http://{host}{p}" for p in links)
+
+
+def paths(host: str) -> tuple[str, ...]:
+    """Every path of ``host`` (pages, home first, then its sitemap documents)."""
+    prefix = f"http://{host}"
+    documents = tuple(url[len(prefix):] for url in DOCUMENTS if url.startswith(prefix + "/"))
+    return tuple(_PAGES[host]) + documents
+
+
+def _html(title: str, links: tuple[str, ...]) -> bytes:
+    items = "".join(f'<li><a href="{escape(url)}">{escape(url)}</a></li>\n' for url in links)
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f"</head>\n<body><h1>{escape(title)}</h1>\n<ul>\n{items}</ul>\n</body></html>\n"
+    ).encode()
+
+
+def _urlset(urls: tuple[str, ...]) -> bytes:
+    entries = "".join(
+        f"  <url>\n    <loc>\n      {escape(url)}\n    </loc>\n"
+        f"    <lastmod>2026-11-{1 + n % 28:02d}</lastmod>\n"
+        f"    <changefreq>{'daily' if n % 2 else 'weekly'}</changefreq>\n"
+        f"    <priority>0.{5 + n % 5}</priority>\n  </url>\n"
+        for n, url in enumerate(urls)
+    )
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{NAMESPACE}">\n{entries}'
+            "</urlset>\n").encode()
+
+
+def _index(urls: tuple[str, ...]) -> bytes:
+    entries = "".join(
+        f"  <sitemap><loc>{escape(url)}</loc><lastmod>2026-11-20</lastmod></sitemap>\n"
+        for url in urls
+    )
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="{NAMESPACE}">\n'
+            f"{entries}</sitemapindex>\n").encode()
+
+
+def response(host: str, path: str) -> tuple[int, tuple[tuple[str, str], ...], bytes]:
+    """(status, headers, body) of ``path`` on sitemap host ``host``."""
+    text = ("Content-Type", "text/plain; charset=utf-8")
+    if path == "/robots.txt":
+        return 200, (text,), ROBOTS[host].encode()
+    document = DOCUMENTS.get(f"http://{host}{path}")
+    if document is not None:
+        kind, urls = document
+        if kind == "text":
+            return 200, (text,), "".join(url + "\n" for url in urls).encode()
+        if kind == "gzip-urlset":
+            return 200, (("Content-Type", "application/x-gzip"),), gzip.compress(
+                _urlset(urls), mtime=0
+            )
+        body = _index(urls) if kind == "index" else _urlset(urls)
+        return 200, (("Content-Type", "application/xml; charset=utf-8"),), body
+    links = page_links(host, path)
+    html = ("Content-Type", "text/html; charset=utf-8")
+    if links is None:
+        return 404, (html,), b"<html><body><h1>Not Found</h1></body></html>\n"
+    return 200, (html,), _html(f"http://{host}{path}", links)
+
+
+def allowed(host: str, path: str) -> bool:
+    """Whether the robots.txt of ``host`` allows ``path`` (to every agent)."""
+    return not any(path.startswith(prefix) for prefix in DISALLOWED.get(host, ()))
