@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,7 @@ _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
+from rounds import alternate  # noqa: E402
 from scrapy_baseline import run_scrapy  # noqa: E402
 
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log  # noqa: E402
@@ -130,15 +130,7 @@ def main() -> None:
 
     crawlers = ["ours"] + (["baseline"] if args.baseline else [])
     crawlers += [] if args.no_scrapy else ["scrapy"]
-    print(f"load before: {os.getloadavg()}", flush=True)
-    rows: dict[str, list[dict[str, Any]]] = {crawler: [] for crawler in crawlers}
-    for round_number in range(1, args.runs + 1):
-        order = crawlers if round_number % 2 else crawlers[::-1]
-        for crawler in order:
-            figures = one_round(args, crawler)
-            rows[crawler].append(figures)
-            print(f"round {round_number} {crawler:6} {json.dumps(figures)}", flush=True)
-    print(f"load after: {os.getloadavg()}")
+    rows = alternate(crawlers, args.runs, lambda crawler: one_round(args, crawler))
 
     def median(crawler: str, key: str) -> float:
         return statistics.median(row[key] for row in rows[crawler])

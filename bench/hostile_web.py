@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,9 @@ from typing import Any
 
 _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
+sys.path.insert(0, str(_REPOSITORY / "bench"))
+
+from rounds import alternate  # noqa: E402
 
 from synthweb import (  # noqa: E402
     RequestRecord,
@@ -117,15 +119,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     args = parser.parse_args()
 
-    print(f"load before: {os.getloadavg()}", flush=True)
-    rows: dict[str, list[dict[str, Any]]] = {"plain": [], "hostile": []}
-    for round_number in range(1, args.runs + 1):
-        order = ["plain", "hostile"] if round_number % 2 else ["hostile", "plain"]
-        for kind in order:
-            figures = one_round(args, kind == "hostile")
-            rows[kind].append(figures)
-            print(f"round {round_number} {kind:7} {json.dumps(figures)}", flush=True)
-    print(f"load after: {os.getloadavg()}")
+    rows = alternate(["plain", "hostile"], args.runs,
+                     lambda kind: one_round(args, kind == "hostile"))
 
     def median(kind: str, key: str) -> float:
         return statistics.median(row[key] for row in rows[kind])
