@@ -151,8 +151,11 @@ def test_crawl_recovers_from_failures_with_a_tiny_drum_without_losing_a_url(
     problems = audit_log(records, expected, min_delay=DELAY)
     repeats = [p for p in problems if "requested" in p and "times" in p]
     assert [p for p in problems if p not in repeats] == []
-    # Fetches in flight or done since the last checkpoint before a failure may be repeated.
-    assert len(repeats) <= 40, repeats
+    # Fetches in flight or done since the last checkpoint before a failure may be repeated:
+    # two failures, each repeating what the fetch stage did between the last completed
+    # checkpoint and the restart (a few seconds at this web's rate, 20-30 URLs per failure on
+    # these machines). A crawl that lost its URL-seen state would repeat most of the 228.
+    assert len(repeats) <= 60, repeats
 
     assert not list((out / "warc").glob("*.open"))
     responses = _warc_responses(out)
