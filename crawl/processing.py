@@ -21,7 +21,13 @@ from crawl.model import FetchResult
 from crawl.parse import extract_links
 from crawl.progress import StageStatus
 from crawl.scope import UrlPolicy
-from crawl.sitemaps import is_sitemap_hops, parse_sitemap, sitemap_level, sitemaps_in_robots
+from crawl.sitemaps import (
+    SitemapEntry,
+    is_sitemap_hops,
+    parse_sitemap,
+    sitemap_level,
+    sitemaps_in_robots,
+)
 from crawl.status import Status
 from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer
 from crawl.warc_writer import WarcFileWriter, sha1_digest
@@ -187,13 +193,13 @@ class PageProcessor:
                 found += self._resolved(result.url, document.sitemaps, result.hops + "S", None)
         if document.urls:
             hosts = {_host(result.url)}
-            if result.hops.rstrip("R") == "S":  # named by a robots.txt: its host too
+            if result.hops == "S":  # named by a robots.txt (its via): that host too
                 hosts.add(_host(result.via))
             found += self._resolved(result.url, document.urls, result.hops + "M", hosts)
         return found
 
     def _resolved(
-        self, base: str, entries: list, hops: str, hosts: set[str] | None
+        self, base: str, entries: list[SitemapEntry], hops: str, hosts: set[str] | None
     ) -> list[FoundUrl]:
         found = []
         for entry in entries:
