@@ -24,7 +24,7 @@ from protego import Protego
 
 from crawl.config import RobotsSection
 
-__all__ = ["RobotsPolicy", "RobotsRecord", "record_from_fetch", "robots_url"]
+__all__ = ["RobotsPolicy", "RobotsRecord", "record_from_fetch", "rfc_lines", "robots_url"]
 
 
 def robots_url(host: str, scheme: str = "http") -> str:
@@ -74,6 +74,42 @@ def record_from_fetch(
     return RobotsRecord(http_status, "", now_ms, retry, reason or f"http:{http_status}")
 
 
+#: Fields Protego understands; RFC 9309 defines the first three, the others are common
+#: extensions. A line with any other field (or none) is not a rule and must not end a group.
+_KNOWN_FIELDS = frozenset(
+    {"user-agent", "allow", "disallow", "crawl-delay", "sitemap", "request-rate", "visit-time",
+     "host"}
+)
+
+
+def rfc_lines(text: str) -> str:
+    """``text`` with the lines RFC 9309 ignores left out, before Protego reads it.
+
+    A line that is no ``field: value`` pair, or whose field is unknown, is dropped: Protego
+    would let it end the current group, so that the rules after it would apply to nobody
+    (RFC 9309 2.2: groups are ended by the next user-agent line only; Google's
+    ID_LineSyntax_Groups_OtherRules). A user-agent value is cut at its first space
+    (``User-agent: Foo Bar`` names ``Foo``): a product token has no spaces, and the site
+    meant the bot whose name comes first, so obeying that group is the polite reading, as
+    Google reads it.
+    """
+    kept = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            kept.append(line)
+            continue
+        field, colon, value = line.partition(":")
+        name = field.strip().lower()
+        if not colon or name not in _KNOWN_FIELDS:
+            continue
+        if name == "user-agent":
+            words = value.split("#", 1)[0].split()
+            line = f"User-agent: {words[0] if words else ''}"
+        kept.append(line)
+    return "\n".join(kept)
+
+
 class RobotsPolicy:
     """Answers 'may our token fetch this URL?' and 'how long must we wait?' for one host."""
 
@@ -86,7 +122,7 @@ class RobotsPolicy:
         self._crawl_delay = 0.0
         if 200 <= record.http_status < 300 and record.body.strip():
             try:
-                self._parser = Protego.parse(record.body)
+                self._parser = Protego.parse(rfc_lines(record.body))
                 delay = self._parser.crawl_delay(self._token)
             except Exception:  # noqa: BLE001 - a robots.txt Protego chokes on allows all
                 self._parser = None

@@ -13,7 +13,8 @@ at the host's state and its fetch in flight, and decides:
 2. a lease without a fetch in flight is a fetch lost in a failure: its URL goes back to the
    front of the queue (this is the at-least-once window of the design);
 3. before the next allowed start (counted from the end of the previous response, see
-   :mod:`crawl.politeness`), nothing happens but a new wake-up at that time;
+   :mod:`crawl.politeness`), nothing happens but a new wake-up at that time (unless robots.txt
+   is out of attempts: recording the queue as denied needs no request and is done at once);
 4. robots.txt is fetched first whenever the host has none or it has expired; when it is
    unavailable (5xx, 429, no answer) the queue waits and robots.txt is fetched again as the
    back-off allows, ``robots.unavailable_attempts`` times in a row in all, before the queued URLs
@@ -249,7 +250,16 @@ class HostScheduler:
                 state.queue.push_front(state.lease_payload)
             self._release(state)
 
-        if now_ms < state.next_allowed_ms:
+        robots = state.robots
+        given_up = (
+            robots is not None
+            and not robots.available
+            and not robots.expired(now_ms)
+            and not self._robots_retry_due(state)
+        )
+        # Out of robots.txt attempts, the queue is recorded as denied at once: that needs no
+        # request, so it need not wait for the host's back-off.
+        if now_ms < state.next_allowed_ms and not given_up:
             if len(state.queue):
                 wake.wake_at_ms = state.next_allowed_ms
             return wake
