@@ -102,8 +102,11 @@ class PolitenessSection:
     suspend_after_failures: int = 10
     suspend_seconds: float = 1800.0
     max_fetch_attempts: int = 3
+    group_by: str = "host"
 
     def _validate(self) -> None:
+        _check(self, "politeness", "group_by", lambda v: v in ("host", "domain"),
+               "host or domain")
         _check(self, "politeness", "delay_seconds", _non_negative, "a number >= 0")
         _check(self, "politeness", "max_crawl_delay_seconds", _non_negative, "a number >= 0")
         _check(self, "politeness", "response_time_factor", _non_negative, "a number >= 0")

@@ -43,6 +43,7 @@ from crawl.config import PolitenessSection
 
 __all__ = [
     "BackOff",
+    "PolitenessGroups",
     "Signal",
     "back_off",
     "backoff_delay_ms",
@@ -271,3 +272,72 @@ def may_retry(attempts: int, config: PolitenessSection) -> bool:
     """Whether a URL whose fetch failed ``attempts`` times (the last one retryable) is fetched
     again: ``max_fetch_attempts`` counts attempts in all, the first one included."""
     return attempts < config.max_fetch_attempts
+
+
+#: While another host of its group has a request in flight, a host looks again this soon at
+#: the earliest.
+GROUP_BUSY_RETRY_MS = 100
+
+
+@dataclasses.dataclass(slots=True)
+class _Group:
+    next_allowed_ms: int
+    in_flight: str = ""
+
+
+class PolitenessGroups:
+    """One politeness clock for all the hosts of a registered domain (``politeness.group_by:
+    domain``), kept by the fetch subtask that owns the domain (URLs are partitioned by
+    registered domain, so every host of one domain is fetched by one subtask).
+
+    The hosts keep their own clocks too; on top of them a host may start a request only when
+    no other host of its group has one in flight and the group's spacing since the last
+    response of any of them has passed (:meth:`hold_until_ms`). The clocks live in memory: a
+    group first seen (after a restore, too) waits one ``delay_seconds`` before its first
+    request, since a request from before the restore may have been under way. Groups whose
+    clock has run out are forgotten once more than ``max_groups`` are held.
+    """
+
+    def __init__(self, config: PolitenessSection, max_groups: int = 100_000) -> None:
+        from crawl.scope import registered_domain  # the scope module imports this one
+
+        self._group_of = registered_domain
+        self._delay_ms = _ceil_ms(config.delay_seconds * 1000.0)
+        self._groups: dict[str, _Group] = {}
+        self._max_groups = max_groups
+
+    def hold_until_ms(self, host: str, now_ms: int) -> int:
+        """The earliest time ``host`` may start a request as far as its group is concerned
+        (0: now)."""
+        group = self._groups.get(self._group_of(host))
+        if group is None:
+            self._forget_old(now_ms)
+            group = self._groups[self._group_of(host)] = _Group(now_ms + self._delay_ms)
+        if group.in_flight and group.in_flight != host:
+            # Its end will set the group's clock at least one delay later: no use looking
+            # sooner.
+            return max(group.next_allowed_ms, now_ms + max(self._delay_ms, GROUP_BUSY_RETRY_MS))
+        return group.next_allowed_ms if group.next_allowed_ms > now_ms else 0
+
+    def started(self, host: str) -> None:
+        """``host`` started a request."""
+        group = self._groups.setdefault(self._group_of(host), _Group(0))
+        group.in_flight = host
+
+    def finished(self, host: str, next_allowed_ms: int) -> None:
+        """``host``'s request ended; its group waits until ``next_allowed_ms`` (the host's own
+        next start, computed from this response)."""
+        group = self._groups.setdefault(self._group_of(host), _Group(0))
+        if group.in_flight == host:
+            group.in_flight = ""
+        group.next_allowed_ms = max(group.next_allowed_ms, next_allowed_ms)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def _forget_old(self, now_ms: int) -> None:
+        if len(self._groups) < self._max_groups:
+            return
+        for name in [n for n, g in self._groups.items()
+                     if not g.in_flight and g.next_allowed_ms <= now_ms]:
+            del self._groups[name]

@@ -237,8 +237,12 @@ class HostScheduler:
         state: HostState,
         in_flight: concurrent.futures.Future[FetchResult] | None,
         now_ms: int,
+        hold_until_ms: int = 0,
     ) -> Wake:
-        """Decide what ``host`` does now; ``state`` is updated in place (caller saves it)."""
+        """Decide what ``host`` does now; ``state`` is updated in place (caller saves it).
+
+        ``hold_until_ms``: no request starts before then whatever the host's own clock says
+        (its politeness group's clock, :class:`crawl.politeness.PolitenessGroups`)."""
         wake = Wake()
         if in_flight is not None:
             if not in_flight.done():
@@ -259,9 +263,10 @@ class HostScheduler:
         )
         # Out of robots.txt attempts, the queue is recorded as denied at once: that needs no
         # request, so it need not wait for the host's back-off.
-        if now_ms < state.next_allowed_ms and not given_up:
+        not_before = max(state.next_allowed_ms, hold_until_ms)
+        if now_ms < not_before and not given_up:
             if len(state.queue):
-                wake.wake_at_ms = state.next_allowed_ms
+                wake.wake_at_ms = not_before
             return wake
         if not len(state.queue):
             return wake

@@ -15,18 +15,39 @@ How sitemaps feed the crawl (the process stage applies these; see ``crawl/proces
   host or, for a sitemap a robots.txt names, on that robots.txt's host (sitemaps.org's
   cross-submission); others are refused (``sitemap:cross-host``).
 
-:func:`parse_sitemap` takes a body as fetched (Content-Encoding already removed): a gzip file
-(``.xml.gz``, whatever its Content-Type says) is decompressed here, within
-``sitemaps.max_bytes`` and ``sitemaps.max_decompression_ratio``. XML is read incrementally by
-lxml with entities left unexpanded, no DTD and no network (no XXE, no billion laughs);
-elements are matched by local name, so any namespace (sitemaps.org 0.9, Google's 0.84) or none
-will do. What a broken document held before the break is kept, with the error named.
+:func:`parse_sitemap` takes a body as fetched (Content-Encoding already removed). The bytes
+decide what it is, not the Content-Type, which servers get wrong for sitemaps:
+
+- a gzip file (``.xml.gz``: it starts with 1f 8b) is decompressed here, streaming, within
+  ``sitemaps.max_bytes`` (what was decoded up to there is read, ``sitemap:too-large``) and
+  ``sitemaps.max_decompression_ratio`` (a bomb: nothing is kept, ``sitemap:compression-ratio``);
+- XML (a first ``<`` after an optional BOM and whitespace) is read incrementally by lxml,
+  safely: entities are never expanded, no DTD is loaded, nothing is fetched from the network
+  (no XXE, no billion laughs; a ``<loc>`` holding an entity reference is a bad entry).
+  Elements are matched by local name, in any namespace (sitemaps.org 0.9, Google's 0.84) or
+  none, and in any letter case (``<URL><LOC>`` from sloppy generators: no other vocabulary
+  with those root names exists to confuse them with). The root decides the format: ``urlset``
+  (``url/loc``), ``sitemapindex`` (``sitemap/loc``), ``rss`` (``item/link``) or ``feed``
+  (Atom, ``entry/link@href`` with rel alternate or none);
+- anything else with a URL in its first 4 KiB (or served as text/plain) is a text sitemap:
+  one URL per line, UTF-8.
+
+What a broken document held before the break is kept, with the error named
+(``sitemap:malformed-xml``, trailing garbage after the root included). A document that is
+malformed only by a bare ``&`` in a URL (``?a=1&b=2``, the commonest generator bug) or an HTML
+entity (``&nbsp;``), which XML does not know, is repaired and read again in full. An entry is
+kept if its location is an absolute http(s) URL of at most :data:`MAX_LOC_LENGTH` characters
+(whitespace around it stripped, CDATA and character references decoded), else counted as
+``sitemap:bad-entry``; entries past ``sitemaps.max_urls`` are counted as
+``sitemap:over-limit``. URLs are returned as written: the caller normalises them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import html.entities
 import io
+import re
 import urllib.parse
 from collections import Counter
 
@@ -44,10 +65,22 @@ __all__ = [
     "sitemaps_in_robots",
 ]
 
-#: sitemaps.org: a <loc> is less than 2,048 characters.
+#: Longest ``<loc>`` kept: sitemaps.org says "less than 2,048 characters"; one more is allowed
+#: so that this agrees with ``scope.max_url_length``'s ceiling, which the caller applies anyway.
 MAX_LOC_LENGTH = 2048
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _SCHEMES = ("http", "https")
+#: An absolute http(s) URL with a non-empty authority (a full parse is the normaliser's job).
+_HTTP_URL = re.compile(r"https?://[^/?#\s]", re.IGNORECASE)
+#: What may precede a document's first byte of content.
+_LEADING = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*")
+#: RFC 9309 line ends (str.splitlines would also split on form feeds, U+2028 and more).
+_EOL = re.compile(r"\r\n?|\n")
+#: robots.txt field names of a sitemap line (Google also accepts the ``site-map`` spelling).
+_ROBOTS_FIELDS = frozenset({"sitemap", "site-map"})
+_CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
+_PRIORITY = re.compile(r"[0-9]*\.?[0-9]+|[0-9]+\.")
 
 
 def is_sitemap_hops(hops: str) -> bool:
@@ -63,19 +96,30 @@ def sitemap_level(hops: str) -> int:
 
 def sitemaps_in_robots(body: bytes, robots_url: str, limit: int) -> tuple[list[str], int]:
     """The ``Sitemap:`` URLs of a robots.txt body, in order without repeats, at most
-    ``limit``; and how many more there were."""
+    ``limit``; and how many more there were.
+
+    RFC 9309 and sitemaps.org: the field name is case-insensitive, ``#`` starts a comment,
+    lines end in CR, LF or CRLF, a UTF-8 BOM is skipped, and a sitemap line belongs to no
+    group. A relative value is resolved against ``robots_url``; only http(s) URLs with a host
+    are kept (a value urllib cannot parse, such as ``http://[x/``, is skipped). Cutting the
+    body to a size is the caller's business. O(size of the body).
+    """
     text = body.decode("utf-8-sig", errors="replace")
     found: dict[str, None] = {}
-    for line in text.splitlines():
+    for line in _EOL.split(text):
         field, colon, value = line.partition(":")
-        if not colon or field.strip().lower() != "sitemap":
+        if not colon or field.strip().lower() not in _ROBOTS_FIELDS:
             continue
         value = value.split("#", 1)[0].strip()
         if not value:
             continue
-        url = urllib.parse.urljoin(robots_url, value)
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme in _SCHEMES and parts.hostname:
+        try:
+            url = urllib.parse.urljoin(robots_url, value)
+            parts = urllib.parse.urlsplit(url)
+            host = parts.hostname
+        except ValueError:
+            continue
+        if parts.scheme in _SCHEMES and host:
             found[url] = None
     urls = list(found)
     return urls[:limit], max(0, len(urls) - limit)
@@ -87,9 +131,11 @@ class SitemapEntry:
     (whitespace stripped, entities decoded, not normalised) and what the file says of it."""
 
     url: str
+    #: ``<lastmod>`` (an RSS ``pubDate``, an Atom ``updated``) as written; None if absent.
     lastmod: str | None = None
+    #: ``<changefreq>`` lower-cased, if one of sitemaps.org's seven values; else None.
     changefreq: str | None = None
-    #: The entry's <priority> in [0, 1]; None when absent or not such a number.
+    #: ``<priority>`` in [0, 1]; None when absent or not such a number.
     priority: float | None = None
 
 
@@ -112,45 +158,52 @@ class SitemapDocument:
 
     @property
     def entries(self) -> int:
+        """Entries kept (page URLs and child sitemaps)."""
         return len(self.urls) + len(self.sitemaps)
 
 
-def _local(tag: object) -> str:
-    if not isinstance(tag, str):
-        return ""  # comments, processing instructions, entity references
-    return tag.rpartition("}")[2].lower()
+def parse_sitemap(
+    body: bytes, config: SitemapsSection, *, truncated: bool = False, content_type: str = ""
+) -> SitemapDocument:
+    """Read a sitemap document (see the module docstring for the rules).
+
+    ``truncated``: the body was cut at the size limit before it got here (then a gzip file
+    ending early is ``sitemap:too-large``, not ``sitemap:invalid-gzip``). ``content_type``
+    only matters for a body that is neither gzip nor XML: text/plain makes it a text sitemap
+    even with no URL in its first 4 KiB. Time O(decoded size), memory O(decoded size) for
+    the body plus the entries kept: the parsed tree is dropped entry by entry.
+    """
+    error = "sitemap:too-large" if truncated else ""
+    if body[:2] == _GZIP_MAGIC:
+        body, gzip_error = _gunzip(body, config)
+        if gzip_error == "sitemap:compression-ratio":
+            return SitemapDocument(error=gzip_error)
+        if gzip_error and not (truncated and gzip_error == "sitemap:invalid-gzip"):
+            error = gzip_error
+    elif len(body) > config.max_bytes:
+        body, error = body[: config.max_bytes], "sitemap:too-large"
+    match = _LEADING.match(body)
+    start = match.end() if match else 0
+    head = body[start : start + 4096]
+    if not head:
+        document = SitemapDocument(error="sitemap:empty")
+    elif head.startswith(b"<") or body.startswith(_UTF16_BOMS):
+        document = _read_xml(body, start, config)
+    elif b"://" in head or _media_type(content_type) == "text/plain":
+        document = _read_text(body, config)
+    else:
+        document = SitemapDocument(error="sitemap:unknown-format")
+    # A cut or broken gzip ends the document: that is the cause of an error at its end.
+    if error and document.error != "sitemap:unknown-format":
+        document.error = error
+    return document
 
 
-def _valid_loc(text: str | None) -> str | None:
-    if not text:
-        return None
-    url = text.strip()
-    if not url or len(url) >= MAX_LOC_LENGTH:
-        return None
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme.lower() not in _SCHEMES or not parts.netloc:
-        return None
-    return url
+def _media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
 
 
-def _priority(text: str | None) -> float | None:
-    try:
-        value = float((text or "").strip())
-    except ValueError:
-        return None
-    return value if 0.0 <= value <= 1.0 else None
-
-
-def _child_texts(element: etree._Element) -> dict[str, str]:
-    texts: dict[str, str] = {}
-    for child in element:
-        name = _local(child.tag)
-        if name and name not in texts:
-            texts[name] = (child.text or "").strip()
-    return texts
-
-
-def _decompress(body: bytes, config: SitemapsSection) -> tuple[bytes, str]:
+def _gunzip(body: bytes, config: SitemapsSection) -> tuple[bytes, str]:
     # Imported here: the fetcher imports this module's hop rules, and the scope check, which
     # does too, need not load the HTTP client.
     from crawl.fetcher import BodyDecoder, BodyError
@@ -161,42 +214,11 @@ def _decompress(body: bytes, config: SitemapsSection) -> tuple[bytes, str]:
         if not cut:
             decoder.finish()
     except BodyError as error:
-        reason = error.reason.rpartition(":")[2]
-        if reason == "compression-ratio":
+        if error.reason.endswith(":compression-ratio"):
             return b"", "sitemap:compression-ratio"
         # A gzip file cut short still gives what it held before the cut.
         return bytes(decoder.body), "sitemap:invalid-gzip"
     return bytes(decoder.body), "sitemap:too-large" if cut else ""
-
-
-def parse_sitemap(
-    body: bytes, config: SitemapsSection, *, truncated: bool = False
-) -> SitemapDocument:
-    """Read a sitemap document (see the module docstring). ``truncated``: the body was cut
-    at the size limit before it got here."""
-    document = SitemapDocument()
-    error = "sitemap:too-large" if truncated else ""
-    if body[:2] == _GZIP_MAGIC:
-        body, gzip_error = _decompress(body, config)
-        error = gzip_error or error
-    elif len(body) > config.max_bytes:
-        body, error = body[: config.max_bytes], "sitemap:too-large"
-    start = body.lstrip()[:64]
-    if start.startswith(b"\xef\xbb\xbf"):
-        start = start[3:].lstrip()
-    if not start:
-        document.error = error or "sitemap:empty"
-        return document
-    if start.startswith(b"<"):
-        _read_xml(body, config, document)
-    elif b"://" in body[:4096]:
-        _read_text(body, config, document)
-    else:
-        document.error = error or "sitemap:unknown-format"
-        return document
-    if error and (document.error in ("", "sitemap:malformed-xml")):
-        document.error = error  # a cut document breaks off: the cut is the cause
-    return document
 
 
 def _add(document: SitemapDocument, target: list[SitemapEntry], entry: SitemapEntry,
@@ -207,83 +229,164 @@ def _add(document: SitemapDocument, target: list[SitemapEntry], entry: SitemapEn
         target.append(entry)
 
 
-def _read_text(body: bytes, config: SitemapsSection, document: SitemapDocument) -> None:
-    document.kind = "text"
-    for line in body.decode("utf-8-sig", errors="replace").splitlines():
-        if not line.strip():
+def _valid_loc(text: str | None) -> str | None:
+    """``text`` (already stripped) if it is an absolute http(s) URL short enough, else None."""
+    if not text or len(text) > MAX_LOC_LENGTH or not _HTTP_URL.match(text):
+        return None
+    return text
+
+
+def _read_text(body: bytes, config: SitemapsSection) -> SitemapDocument:
+    document = SitemapDocument(kind="text")
+    for line in _EOL.split(body.decode("utf-8-sig", errors="replace")):
+        url = line.strip()
+        if not url:
             continue
-        url = _valid_loc(line)
-        if url is None:
+        if _valid_loc(url) is None:
             document.rejected["sitemap:bad-entry"] += 1
         else:
             _add(document, document.urls, SitemapEntry(url), config)
+    return document
 
+
+# -- XML ------------------------------------------------------------------------------------
 
 _KINDS = {"urlset": "urlset", "sitemapindex": "index", "rss": "rss", "feed": "atom"}
 _ENTRY = {"urlset": "url", "index": "sitemap", "rss": "item", "atom": "entry"}
 
+#: libxml2 errors a repair may cure: an '&' starting no reference, an entity XML lacks.
+_REPAIRABLE = frozenset({
+    etree.ErrorTypes.ERR_ENTITYREF_SEMICOL_MISSING,
+    etree.ErrorTypes.ERR_NAME_REQUIRED,
+    etree.ErrorTypes.ERR_UNDECLARED_ENTITY,
+})
+#: A CDATA section (where '&' is literal: left alone), an entity reference, or a bare '&'.
+_AMPERSANDS = re.compile(
+    rb"<!\[CDATA\[.*?\]\]>|&(?:(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z_:][\w.:-]*);)?", re.DOTALL
+)
+_XML_ENTITIES = frozenset({b"amp", b"lt", b"gt", b"quot", b"apos"})
 
-def _read_xml(body: bytes, config: SitemapsSection, document: SitemapDocument) -> None:
-    events = etree.iterparse(
-        io.BytesIO(body),
-        events=("start", "end"),
+
+def _repair_reference(match: re.Match[bytes]) -> bytes:
+    text, name = match[0], match[1]
+    if text.startswith(b"<"):
+        return text
+    if name is None:
+        return b"&amp;"  # a bare '&': the URL meant it literally
+    if name.startswith(b"#") or name in _XML_ENTITIES:
+        return text
+    # An HTML entity (&nbsp;) becomes character references; an unknown name stays an error.
+    chars = html.entities.html5.get(name.decode("ascii") + ";")
+    return "".join(f"&#{ord(c)};" for c in chars).encode() if chars else text
+
+
+def _read_xml(body: bytes, start: int, config: SitemapsSection) -> SitemapDocument:
+    document = SitemapDocument()
+    error = _parse_xml(body, start, config, document)
+    if error is not None and any(e.type in _REPAIRABLE for e in error.error_log):
+        # Only a broken document pays for this, and only once.
+        repaired = _AMPERSANDS.sub(_repair_reference, body)
+        if repaired != body:
+            document = SitemapDocument()
+            error = _parse_xml(repaired, start, config, document)
+    if error is not None:
+        document.error = "sitemap:malformed-xml"
+    return document
+
+
+def _events(stream: io.BytesIO, **options: object) -> etree.iterparse:
+    return etree.iterparse(
+        stream,
         resolve_entities=False,
         load_dtd=False,
         no_network=True,
         huge_tree=False,
         remove_comments=True,
         remove_pis=True,
+        **options,
     )
-    entry_name = ""
+
+
+def _parse_xml(body: bytes, start: int, config: SitemapsSection,
+               document: SitemapDocument) -> etree.XMLSyntaxError | None:
+    """Read the XML from byte ``start`` into ``document``; the syntax error it stopped at."""
+    stream = io.BytesIO(body)
     try:
-        for event, element in events:
-            name = _local(element.tag)
-            if not document.kind:
-                if event != "start":
-                    continue
-                document.kind = _KINDS.get(name, "")
-                if not document.kind:
-                    document.error = "sitemap:unknown-format"
-                    return
-                entry_name = _ENTRY[document.kind]
-                continue
-            if event != "end" or name != entry_name:
+        # A first look at the root (libxml2 reads one chunk), then the entries, filtered by
+        # name in C so that the other elements never cost a Python object.
+        stream.seek(start)  # whitespace before an XML declaration is an error to libxml2
+        for _, first in _events(stream, events=("start",)):
+            document.kind = _KINDS.get(first.tag.rpartition("}")[2], "")
+            break
+        if not document.kind:
+            document.error = "sitemap:unknown-format"
+            return None
+        stream.seek(start)
+        root = None
+        for _, element in _events(stream, events=("end",), tag="{*}" + _ENTRY[document.kind]):
+            if root is None:
+                root = element.getroottree().getroot()
+            parent = element.getparent()
+            # An element of the entry's name nested deeper is part of an entry, not one.
+            if parent is None or (parent if document.kind != "rss" else parent.getparent()) \
+                    is not root:
                 continue
             _read_entry(element, document, config)
+            # Drop what has been read: memory stays flat however long the document.
             element.clear()
-            parent = element.getparent()
-            if parent is not None:
-                while element.getprevious() is not None:
-                    del parent[0]
-    except etree.XMLSyntaxError:
-        document.error = "sitemap:malformed-xml"
+            while element.getprevious() is not None:
+                del parent[0]
+    except etree.XMLSyntaxError as error:
+        return error
+    return None
+
+
+def _text(children: dict[object, etree._Element], prefix: str, name: str) -> str | None:
+    """The stripped text of an entry's child ``name`` (in the entry's namespace ``prefix``);
+    None if there is none, or it holds more than text (an unexpanded entity reference, an
+    element)."""
+    child = children.get(prefix + name)
+    if child is None or len(child):
+        return None
+    text = child.text
+    return text.strip() or None if text else None
+
+
+def _priority(text: str | None) -> float | None:
+    if not text or not _PRIORITY.fullmatch(text):
+        return None
+    value = float(text)
+    return value if value <= 1.0 else None
 
 
 def _read_entry(element: etree._Element, document: SitemapDocument,
                 config: SitemapsSection) -> None:
     kind = document.kind
-    if kind == "atom":
-        url = None
-        for child in element:
-            if _local(child.tag) == "link" and child.get("rel", "alternate") == "alternate":
-                url = _valid_loc(child.get("href"))
-                break
-        texts = _child_texts(element)
-        entry = SitemapEntry(url, texts.get("updated")) if url else None
-    else:
-        texts = _child_texts(element)
-        url = _valid_loc(texts.get("link" if kind == "rss" else "loc"))
-        if url is None:
-            entry = None
-        elif kind == "rss":
-            entry = SitemapEntry(url, texts.get("pubdate"))
-        else:
+    tag = element.tag
+    prefix = tag[: tag.rfind("}") + 1]  # "{namespace}" or ""
+    children = {child.tag: child for child in element}  # the last of a tag wins
+    entry = None
+    if kind == "urlset" or kind == "index":
+        url = _valid_loc(_text(children, prefix, "loc"))
+        if url is not None:
+            changefreq = (_text(children, prefix, "changefreq") or "").lower()
             entry = SitemapEntry(
                 url,
-                texts.get("lastmod") or None,
-                (texts.get("changefreq") or "").lower() or None,
-                _priority(texts.get("priority")),
+                _text(children, prefix, "lastmod"),
+                changefreq if changefreq in _CHANGEFREQS else None,
+                _priority(_text(children, prefix, "priority")),
             )
+    elif kind == "rss":
+        url = _valid_loc(_text(children, prefix, "link"))
+        entry = SitemapEntry(url, _text(children, prefix, "pubDate")) if url else None
+    else:  # Atom: the first link that is the entry's own page (rel alternate, the default)
+        for child in element:
+            if child.tag == prefix + "link" and (
+                child.get("rel") or "alternate"
+            ).strip().lower() == "alternate":
+                url = _valid_loc((child.get("href") or "").strip())
+                entry = SitemapEntry(url, _text(children, prefix, "updated")) if url else None
+                break
     if entry is None:
         document.rejected["sitemap:bad-entry"] += 1
     else:

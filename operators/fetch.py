@@ -41,7 +41,7 @@ from crawl.fetcher import HttpFetcher, IoLoop
 from crawl.frontier import HostQueue
 from crawl.layout import OutputLayout
 from crawl.model import FetchResult
-from crawl.politeness import poll_delay_ms
+from crawl.politeness import PolitenessGroups, poll_delay_ms
 from crawl.progress import RunningMean, StageStatus
 from crawl.robots import RobotsRecord
 from crawl.scheduler import (
@@ -120,6 +120,10 @@ class FetchFunction(KeyedProcessFunction):
             config.robots,
             config.user_agent,
             PageBudget(layout.budget, config.crawl.max_pages),
+        )
+        self._groups = (
+            PolitenessGroups(config.politeness) if config.politeness.group_by == "domain"
+            else None
         )
         # robots.txt redirects are followed by the client, spaced like any requests.
         self._hop_spacing = (
@@ -212,12 +216,18 @@ class FetchFunction(KeyedProcessFunction):
             if row[_WAKE_MS] != timestamp and not restored_lease:
                 return []  # superseded by a later registration
         state = self._load(host, row)
-        wake = self._scheduler.wake(host, state, in_flight, now)
+        groups = self._groups
+        hold = groups.hold_until_ms(host, now) if groups is not None else 0
+        wake = self._scheduler.wake(host, state, in_flight, now, hold)
         if in_flight is not None and in_flight.done():
             del self._in_flight[host]
             self._lease_started.pop(host, None)
             self._expected.pop(host, None)
+            if groups is not None:
+                groups.finished(host, state.next_allowed_ms)
         if wake.start is not None:
+            if groups is not None:
+                groups.started(host)
             order = wake.start
             self._in_flight[host] = self._io.submit(
                 self._fetcher.fetch(

@@ -10,7 +10,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawl.crawl_log import parse_line
 from operators.faults import ENVIRONMENT_VARIABLE
-from synthweb import SyntheticWebServer, audit_log
+from synthweb import SyntheticWebServer, WebConfig, audit_log
 from tests.integration.crawl_runner import run_crawl
 
 pytestmark = pytest.mark.integration
@@ -166,3 +166,30 @@ def test_crawl_recovers_from_failures_with_a_tiny_drum_without_losing_a_url(
     assert drum["merges.major"] >= 5
     assert drum["urls.archived"] > 0
     assert drum["archives.compacted"] > 0
+
+
+def test_grouped_by_domain_the_hosts_of_a_domain_take_turns(tmp_path: Path) -> None:
+    """``politeness.group_by: domain``: every host of the synthetic web is under synth.test,
+    so the whole crawl is one request at a time, each starting at least the delay after the
+    previous one ended, whichever hosts they went to."""
+    delay = 0.15
+    config = WebConfig(seed=3, hosts=5, pages_per_host=5)
+    with SyntheticWebServer(config, tmp_path / "requests.jsonl") as server:
+        seeds = server.web.seeds()
+        process, summary = run_crawl(
+            tmp_path, seeds, server.proxy_url,
+            "--delay", str(delay), "--idle-seconds", "6",
+            "--set", "politeness.group_by=domain", "--set", "politeness.response_time_factor=0",
+        )
+        assert process.returncode == 0, process.stderr[-3000:]
+        assert summary["stop_reason"] == "idle"
+        records = sorted(server.request_log(), key=lambda r: r.start)
+        expected = server.web.expected_crawl(seeds, TOKEN)
+    assert audit_log(records, expected, min_delay=delay) == []
+    assert len({r.host for r in records}) >= 5
+    tolerance = 0.02
+    for previous, current in zip(records, records[1:], strict=False):
+        assert current.start >= previous.end + delay - tolerance, (
+            f"{current.url} started {current.start - previous.end:.3f}s after "
+            f"{previous.url} ended"
+        )

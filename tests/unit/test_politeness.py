@@ -15,6 +15,7 @@ from crawl.config import ConfigError, PolitenessSection, load_config
 from crawl.politeness import (
     MAX_FAILURES,
     BackOff,
+    PolitenessGroups,
     Signal,
     back_off,
     backoff_delay_ms,
@@ -612,3 +613,41 @@ def test_by_default_back_off_starts_at_the_second_failure_but_at_once_for_429_an
     result = back_off(http_status, reason, None, None, failures_before, T0, config)
     assert result.failures == failures_before + 1
     assert result.not_before_ms == T0 + waits_ms
+
+
+# -- politeness groups (registered domains) --------------------------------------------------
+
+
+def test_hosts_of_a_domain_take_turns() -> None:
+    groups = PolitenessGroups(PolitenessSection(delay_seconds=1.0))
+    # A group first seen waits one delay (a request from before a restore may be under way).
+    assert groups.hold_until_ms("www.example.org", 10_000) == 11_000
+    assert groups.hold_until_ms("shop.example.org", 11_000) == 0
+    groups.started("shop.example.org")
+    # Its sibling waits while it is in flight; it itself is not held by its own request.
+    assert groups.hold_until_ms("www.example.org", 11_100) == 12_100
+    assert groups.hold_until_ms("shop.example.org", 11_100) == 0
+    groups.finished("shop.example.org", next_allowed_ms=13_500)
+    assert groups.hold_until_ms("www.example.org", 12_000) == 13_500
+    assert groups.hold_until_ms("www.example.org", 13_500) == 0
+    # Another registered domain has its own clock; a public suffix splits domains.
+    assert groups.hold_until_ms("example.com", 12_000) == 13_000
+    groups.started("a.github.io")
+    assert groups.hold_until_ms("b.github.io", 12_000) == 13_000  # first seen, not busy
+    assert len(groups) == 4
+
+
+def test_a_later_clock_is_never_moved_back() -> None:
+    groups = PolitenessGroups(PolitenessSection(delay_seconds=0.0))
+    groups.finished("a.example.org", next_allowed_ms=5_000)
+    groups.finished("b.example.org", next_allowed_ms=3_000)
+    assert groups.hold_until_ms("c.example.org", 4_000) == 5_000
+
+
+def test_run_out_groups_are_forgotten_past_the_limit() -> None:
+    groups = PolitenessGroups(PolitenessSection(delay_seconds=0.0), max_groups=3)
+    for n in range(3):
+        groups.finished(f"h{n}.test", next_allowed_ms=1_000)
+    groups.started("h0.test")
+    groups.hold_until_ms("new.test", 2_000)
+    assert len(groups) == 2  # h0 (in flight) and the new one

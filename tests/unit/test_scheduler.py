@@ -691,3 +691,15 @@ def test_random_troubles_keep_one_fetch_in_flight_the_spacing_and_one_outcome_pe
         assert (outcomes[url].http_status, outcomes[url].reason) == (status, reason)
     # the troubles were troubling: URLs were retried, some to the end, and the host suspended
     assert {"backoffs", "retries", "retries.exhausted", "suspensions"} <= set(events)
+
+
+def test_a_group_hold_delays_the_start_and_the_wake_up(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path)
+    state = _state("/a", robots=_robots())
+    wake = scheduler.wake(HOST, state, None, now_ms=1000, hold_until_ms=4000)
+    assert wake.start is None
+    assert wake.wake_at_ms == 4000
+    assert len(state.queue) == 1
+    wake = scheduler.wake(HOST, state, None, now_ms=4000, hold_until_ms=0)
+    assert wake.start is not None
+    assert wake.start.url == f"http://{HOST}/a"
