@@ -178,7 +178,10 @@ class PageProcessor:
         """What a sitemap document found: child sitemaps of an index (one level deeper, up to
         ``max_nesting``), listed URLs of its own host (or of the robots.txt naming it)."""
         status = self._status
-        document = parse_sitemap(result.body, config, truncated=result.truncated == "length")
+        document = parse_sitemap(
+            result.body, config, truncated=result.truncated == "length",
+            content_type=result.content_type,
+        )
         status.count(f"sitemaps.{document.kind or 'unread'}")
         if document.error:
             status.count(f"sitemaps.error.{document.error}")
