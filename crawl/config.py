@@ -71,10 +71,10 @@ class UserAgentSection:
         return f"{self.product}/{self.version} (+{self.contact_url})"
 
     def _validate(self) -> None:
-        if not self.product or not all(c.isalnum() or c in "-_" for c in self.product):
+        if not re.fullmatch(r"[A-Za-z_-]+", self.product):
             raise ConfigError(
-                "user_agent.product: must be a product token of letters, digits, '-' or '_' "
-                f"(RFC 9309), got {self.product!r}"
+                "user_agent.product: must be a product token of ASCII letters, '-' or '_' "
+                f"(RFC 9309 2.2.1), got {self.product!r}"
             )
         if not self.version or any(c.isspace() for c in self.version):
             raise ConfigError(

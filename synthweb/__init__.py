@@ -18,6 +18,9 @@ described in :mod:`synthweb.policy`; ``WebConfig().with_url_policy_profile()`` t
 The hostile profile (Retry-After, trickles, resets, broken encodings, a gzip bomb, huge pages and
 headers, private addresses, odd robots.txt; off by default) is described in
 :mod:`synthweb.hostile`; ``WebConfig().with_hostile_profile()`` turns it on.
+The sitemap profile (Sitemap: lines in robots.txt, every sitemap format, pages only sitemaps
+lead to, and sitemap entries a crawler must refuse; off by default) is described in
+:mod:`synthweb.sitemaps`; ``WebConfig().with_sitemap_profile()`` turns it on.
 """
 
 from synthweb.audit import PolicyAudit, audit_hostile, audit_log, audit_policy
@@ -26,7 +29,7 @@ from synthweb.policy import is_farm, is_trap, trap_area
 from synthweb.requestlog import RequestRecord, read_request_log
 from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind, Rule
 from synthweb.server import SyntheticWebServer, SyntheticWebService
-from synthweb.truth import ExpectedCrawl, HostileTruth, PolicyTruth
+from synthweb.truth import ExpectedCrawl, HostileTruth, PolicyTruth, SitemapTruth
 from synthweb.urls import canonical_url, page_identity
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "RobotsGroup",
     "RobotsKind",
     "Rule",
+    "SitemapTruth",
     "SyntheticWeb",
     "SyntheticWebServer",
     "SyntheticWebService",

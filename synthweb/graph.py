@@ -20,6 +20,10 @@ linked from its home page, so the single seed ``http://h0.synth.test/`` reaches 
 The URL-policy profile (off by default; :mod:`synthweb.policy`) adds spellings of URLs, a trap
 host, a link farm and popular pages; with it on, the showcase home page also links every
 spelling of ``/p/1`` and the entry points of the traps and the farm.
+
+The sitemap profile (off by default; :mod:`synthweb.sitemaps`) makes some hosts name sitemaps in
+their robots.txt, listing pages no page links to, and adds the hosts ``sm-*.synth.test`` (every
+sitemap format and every case a crawler must refuse), linked from the showcase home page.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from synthweb.robots import (
     RobotsKind,
     Rule,
     build_robots,
+    with_sitemaps,
 )
 from synthweb.truth import DEFAULT_AGENT_TOKEN, ExpectedCrawl, expected_crawl
 from synthweb.urls import (
@@ -150,6 +155,10 @@ class WebConfig:
     #: Serve the hosts sm-*.synth.test, with sitemaps named by robots.txt and pages only they
     #: list, sm-a linked from h0's home page.
     sitemaps: bool = False
+    #: With ``sitemaps`` on, the share of the hosts with a 200 robots.txt of rules (normal,
+    #: agent-group, crawl-delay; not the showcase) whose robots.txt names sitemaps listing
+    #: orphan pages of theirs (at least one host when above 0 and there is one).
+    sitemap_host_share: float = 0.0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -226,9 +235,12 @@ class WebConfig:
         profile.update(changes)
         return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
 
-    def with_sitemap_profile(self) -> WebConfig:
-        """This configuration with the sitemap profile on."""
-        return dataclasses.replace(self, sitemaps=True)
+    def with_sitemap_profile(self, **changes: object) -> WebConfig:
+        """This configuration with the sitemap profile on (sitemaps on half the hosts that can
+        have them); ``changes`` override its fields."""
+        profile: dict[str, object] = {"sitemaps": True, "sitemap_host_share": 0.5}
+        profile.update(changes)
+        return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
 
     def with_hostile_profile(self, **changes: object) -> WebConfig:
         """This configuration with the hostile profile on; ``changes`` override its fields."""
@@ -365,6 +377,8 @@ class _HostPlan:
     #: Pages 0..drawable-1 are the host's own; the profile's pages follow them, and links and
     #: redirects are drawn among the first ones only, so the profile leaves them as they were.
     drawable: int
+    #: The sitemap profile's additions (sitemaps, orphans; not in ``paths``), if any.
+    sitemaps: sitemap_web.HostSitemaps | None = None
 
 
 # The showcase host's fixed pages: (number, kind, path); see _SHOWCASE_REDIRECTS for redirects.
@@ -423,6 +437,7 @@ class SyntheticWeb:
     def __init__(self, config: WebConfig | None = None) -> None:
         self.config = config or WebConfig()
         self._robots_kinds = _assign_robots_kinds(self.config)
+        self._sitemap_indices = _assign_sitemap_hosts(self.config, self._robots_kinds)
         self._plans: dict[int, _HostPlan] = {}
         self._pages: dict[tuple[int, int], Page] = {}
         self._responses: dict[tuple[str, str, bool], Response] = {}
@@ -448,6 +463,38 @@ class SyntheticWeb:
     def hostile_host_names(self) -> list[str]:
         """The hosts of the hostile profile (:data:`synthweb.hostile.HOSTILE_HOSTS`), if on."""
         return list(hostile.HOSTILE_HOSTS) if self.config.hostile else []
+
+    def sitemap_host_names(self) -> list[str]:
+        """The hosts whose robots.txt names sitemaps (sitemap profile): the normal hosts chosen
+        for it in index order, then :data:`synthweb.sitemaps.SITEMAP_HOSTS`; empty if off."""
+        if not self.config.sitemaps:
+            return []
+        names = [host_name(i) for i in sorted(self._sitemap_indices)]
+        return names + [h for h in sitemap_web.SITEMAP_HOSTS if sitemap_web.robots_sitemaps(h)]
+
+    def robots_sitemaps(self, host: str) -> tuple[str, ...]:
+        """The absolute URLs the ``Sitemap:`` lines of the robots.txt of ``host`` name, in order
+        (sitemap profile; empty for every host with it off)."""
+        if not self.config.sitemaps or not self.is_host(host):
+            return ()
+        if sitemap_web.is_sitemap_host(host):
+            return sitemap_web.robots_sitemaps(host)
+        index = host_index(host)
+        extra = None if index is None else self._plan(index).sitemaps
+        return extra.named if extra else ()
+
+    def sitemap_document(self, url: str) -> tuple[str, tuple[str, ...]] | None:
+        """(format, listed URLs) of the sitemap document at canonical ``url`` (sitemap profile):
+        format ``urlset``, ``gzip-urlset`` or ``text`` lists pages, ``index`` lists sitemaps.
+        None if ``url`` is no sitemap (or the profile is off)."""
+        host = split_url(url)[0]
+        if not self.config.sitemaps or not self.is_host(host):
+            return None
+        if sitemap_web.is_sitemap_host(host):
+            return sitemap_web.DOCUMENTS.get(url)
+        index = host_index(host)
+        extra = None if index is None else self._plan(index).sitemaps
+        return extra.documents.get(url) if extra else None
 
     def is_host(self, host: str) -> bool:
         """Whether ``host`` (lower-case, no port) is a host of this web (profile hosts too)."""
@@ -518,6 +565,8 @@ class SyntheticWeb:
             return self._policy_page(host, path)
         plan = self._plan(host)
         number = plan.numbers.get(path)
+        if number is None and plan.sitemaps is not None:
+            return _host_sitemap_page(plan.sitemaps, path)
         return None if number is None else self._page(plan.index, number)
 
     def pages(self, host: str) -> list[Page]:
@@ -533,7 +582,11 @@ class SyntheticWeb:
         if farm is not None and farm < self.config.farm_hosts:
             return [self._farm_page(farm, n) for n in range(self.config.farm_pages_per_host)]
         plan = self._plan(host)
-        return [self._page(plan.index, n) for n in range(len(plan.paths))]
+        pages = [self._page(plan.index, n) for n in range(len(plan.paths))]
+        if plan.sitemaps is not None:
+            added = (_host_sitemap_page(plan.sitemaps, path) for path in plan.sitemaps.paths())
+            pages += [page for page in added if page]
+        return pages
 
     def status(self, url: str) -> int:
         """The HTTP status a GET of canonical ``url`` answers."""
@@ -694,7 +747,16 @@ class SyntheticWeb:
             paths += [f"/caf%C3%A9/{count}", f"/catalog?item={count + 1}&lang=en"]
             kinds += [PageKind.HTML, PageKind.HTML]
         numbers = {path: number for number, path in enumerate(paths)}
-        return _HostPlan(index, name, robots, tuple(paths), tuple(kinds), numbers, count)
+        sitemaps = None
+        if index in self._sitemap_indices:
+            # Its own generator: the rest of the host is as without the profile.
+            html_pages = [paths[n] for n in range(1, count) if kinds[n] in HTML_KINDS]
+            sitemap_rng = random.Random(f"synthweb:{config.seed}:sitemaps:{index}")
+            sitemaps = sitemap_web.normal_host_sitemaps(name, sitemap_rng, html_pages)
+            robots = with_sitemaps(robots, sitemaps.named)
+        return _HostPlan(
+            index, name, robots, tuple(paths), tuple(kinds), numbers, count, sitemaps
+        )
 
     def _draw_kind(self, rng: random.Random, *, allow_slow: bool) -> PageKind:
         roll = rng.random()
@@ -1082,6 +1144,11 @@ class SyntheticWeb:
         if path == "/robots.txt":
             robots = self.robots_rules(host)
             return Response(robots.status, (("Content-Type", robots.content_type),), robots.body)
+        if self._sitemap_indices and host_index(host) in self._sitemap_indices:
+            extra = self._plan(host).sitemaps
+            answer = extra.response(path) if extra else None
+            if answer is not None:
+                return Response(*answer)
         page = self.page(f"http://{host}{path}")
         if page is None:
             return Response(404, (("Content-Type", "text/html; charset=utf-8"),), _ERROR_404)
@@ -1150,6 +1217,19 @@ def _sitemap_page(host: str, path: str) -> Page | None:
     return Page(url, kind, 200, headers[0][1], links=tuple(Link(u, u) for u in links or ()))
 
 
+def _host_sitemap_page(extra: sitemap_web.HostSitemaps, path: str) -> Page | None:
+    """A page the sitemap profile adds to a normal host, for the model: an orphan (HTML) or a
+    sitemap document (no links: :func:`synthweb.truth.expected_crawl` reads sitemaps itself)."""
+    answer = extra.response(path)
+    if answer is None:
+        return None
+    status, headers, _ = answer
+    links = extra.page_links(path) or ()
+    kind = PageKind.HTML if path in extra.orphans else PageKind.TEXT
+    url = f"http://{extra.host}{path}"
+    return Page(url, kind, status, headers[0][1], links=tuple(Link(u, u) for u in links))
+
+
 def _hostile_robots(host: str) -> RobotsFile:
     """What the robots.txt of a hostile host means (see :mod:`synthweb.hostile`)."""
     text = "text/plain; charset=utf-8"
@@ -1190,6 +1270,21 @@ def _assign_robots_kinds(config: WebConfig) -> list[RobotsKind]:
             kinds[index] = kind
         start += count
     return kinds
+
+
+def _assign_sitemap_hosts(config: WebConfig, kinds: list[RobotsKind]) -> frozenset[int]:
+    """The normal hosts that name sitemaps (sitemap profile): ``sitemap_host_share`` of those
+    whose robots.txt answers 200 with rules, the showcase apart, chosen from the seed."""
+    if not config.sitemaps or config.sitemap_host_share <= 0:
+        return frozenset()
+    with_rules = (RobotsKind.NORMAL, RobotsKind.AGENT_GROUP, RobotsKind.CRAWL_DELAY)
+    eligible = [
+        i for i, kind in enumerate(kinds)
+        if kind in with_rules and not (config.showcase and i == 0)
+    ]
+    random.Random(f"synthweb:{config.seed}:sitemap-hosts").shuffle(eligible)
+    count = max(1, round(config.sitemap_host_share * len(eligible))) if eligible else 0
+    return frozenset(eligible[:count])
 
 
 def _junk_target(href: str, page_url: str) -> str | None:

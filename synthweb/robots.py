@@ -20,7 +20,7 @@ import random
 import re
 from collections.abc import Callable
 
-__all__ = ["RobotsFile", "RobotsGroup", "RobotsKind", "Rule", "build_robots"]
+__all__ = ["RobotsFile", "RobotsGroup", "RobotsKind", "Rule", "build_robots", "with_sitemaps"]
 
 
 class RobotsKind(enum.StrEnum):
@@ -189,6 +189,16 @@ def build_robots(
     if kind is RobotsKind.AGENT_GROUP:
         return _agent_group(host, rng, named_agents, header)
     raise ValueError(f"unknown robots kind {kind!r}")
+
+
+def with_sitemaps(robots: RobotsFile, urls: tuple[str, ...]) -> RobotsFile:
+    """``robots`` with a ``Sitemap:`` line for each of ``urls`` after a blank line at its end.
+
+    The lines belong to no group (RFC 9309, section 2.2.4: other records), so the groups, and
+    what the file means for any product token, stay as they were.
+    """
+    lines = "".join(f"Sitemap: {url}\n" for url in urls)
+    return dataclasses.replace(robots, body=robots.body + b"\n" + lines.encode())
 
 
 def _agent_group(

@@ -1,15 +1,27 @@
 """The sitemap profile of the synthetic web: hosts whose pages only sitemaps lead to.
 
 Off unless ``WebConfig.sitemaps`` is on (:meth:`~synthweb.graph.WebConfig.with_sitemap_profile`);
-with it off nothing here is served or modelled. With it on, the home page of ``h0.synth.test``
-links to ``http://sm-a.synth.test/``, whose robots.txt names four sitemaps:
+with it off nothing here is served or modelled. With it on, two things happen.
+
+Some normal hosts name sitemaps (:class:`HostSitemaps`, :func:`normal_host_sitemaps`): a share
+(``WebConfig.sitemap_host_share``, half with ``with_sitemap_profile()``) of the hosts whose
+robots.txt answers 200 with rules (normal, agent-group and crawl-delay kinds; not the showcase
+``h0``), chosen from the seed. Their robots.txt gains ``Sitemap: http://hN.synth.test/sitemap.xml``
+(a urlset) and, on some, ``Sitemap: http://hN.synth.test/sitemap.txt`` (a text sitemap, which a
+``Disallow: /*.txt$`` of the same robots.txt may forbid: then it is refused); they list the home
+page, up to two other HTML pages of the host and two to four orphans ``/orphan/{n}``, pages that
+no page links to (each links to its home page). Nothing else of those hosts changes.
+
+And the home page of ``h0.synth.test`` links to ``http://sm-a.synth.test/``, whose robots.txt
+names four sitemaps, every format and every refusal at fixed URLs:
 
 - ``Sitemap: http://sm-a.synth.test/sitemap.xml``: a urlset (sitemaps.org namespace, lastmod,
   changefreq, priority, an ``&amp;`` in a query) listing a linked page, two orphans (pages no
   page links to) and a page of ``sm-c`` (another host: must not be followed);
 - ``sitemap: /sitemap-index.xml`` (relative, odd case): an index of a text sitemap
   (``/sitemaps/part-1.txt``), a gzipped urlset served as ``application/x-gzip`` without
-  Content-Encoding (``/sitemaps/part-2.xml.gz``) and a nested index
+  Content-Encoding (``/sitemaps/part-2.xml.gz``), a plain urlset (``/sitemaps/part-3.xml``)
+  and a nested index
   (``/sitemaps/nested-index.xml``, the second level below robots.txt, so fetched) whose child
   (``/sitemaps/deep.xml``, a third level) must not be fetched, nor the orphan only it lists;
 - ``Sitemap: http://sm-a.synth.test/private/sitemap.xml``: disallowed by the same robots.txt;
@@ -18,15 +30,28 @@ links to ``http://sm-a.synth.test/``, whose robots.txt names four sitemaps:
   ``sm-b`` (its own host) and one of ``sm-c`` (neither: refused).
 
 The rules a crawler must follow here (the model in :func:`synthweb.truth.expected_crawl` applies
-them to :data:`DOCUMENTS`): a sitemap named by a 2xx robots.txt is level 1; an index's children
-are one level deeper, fetched up to level :data:`MAX_NESTING`; a listed URL is followed if it is
-on the sitemap's host or, at level 1, on the host of the robots.txt naming it; robots.txt and
-politeness apply to sitemaps like to any URL; every URL is fetched once.
+them to what :meth:`~synthweb.graph.SyntheticWeb.sitemap_document` says):
+
+1. A robots.txt answering 2xx names its first :data:`MAX_PER_ROBOTS` ``Sitemap:`` URLs
+   (relative ones resolved against the robots.txt URL); each enters the crawl like a link, at
+   level 1, and is fetched unless its own host's robots.txt disallows it.
+2. A fetched index at level L: its children enter at level L+1 if L+1 <= :data:`MAX_NESTING`,
+   else none is fetched. A fetched urlset or text sitemap: each URL it lists enters the crawl
+   as a page (its links are then followed) if it is on the sitemap's own host or, for a
+   sitemap a robots.txt names (level 1) only, on the host of that robots.txt (cross-submission:
+   sm-a's robots.txt vouches for ``sm-b.synth.test/for-a.xml`` listing sm-a's pages); any other
+   listed URL is never fetched. Hosts are compared exactly (``sm-a`` and ``sm-c`` share
+   ``synth.test`` but are two hosts).
+3. robots.txt and politeness apply to sitemaps and listed pages like to any URL, and every URL
+   is fetched at most once however many ways lead to it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import random
+from collections.abc import Sequence
 from xml.sax.saxutils import escape
 
 from synthweb.urls import DOMAIN
@@ -35,8 +60,12 @@ __all__ = [
     "DOCUMENTS",
     "ENTRY_URL",
     "MAX_NESTING",
+    "MAX_PER_ROBOTS",
     "SITEMAP_HOSTS",
+    "HostSitemaps",
+    "document_response",
     "is_sitemap_host",
+    "normal_host_sitemaps",
     "page_links",
     "paths",
     "response",
@@ -48,8 +77,13 @@ HOST_B = f"sm-b.{DOMAIN}"
 HOST_C = f"sm-c.{DOMAIN}"
 SITEMAP_HOSTS = (HOST_A, HOST_B, HOST_C)
 ENTRY_URL = f"http://{HOST_A}/"
+#: Sitemap documents below robots.txt a crawl follows (robots.txt -> index -> sitemap).
 MAX_NESTING = 2
+#: ``Sitemap:`` lines taken from one robots.txt (the crawler's ``sitemaps.max_per_robots``).
+MAX_PER_ROBOTS = 50
 NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
+_TEXT_TYPE = ("Content-Type", "text/plain; charset=utf-8")
+_HTML_TYPE = ("Content-Type", "text/html; charset=utf-8")
 
 _A = f"http://{HOST_A}"
 _B = f"http://{HOST_B}"
@@ -78,10 +112,11 @@ DOCUMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     f"{_A}/sitemap-index.xml": (
         "index", (f"{_A}/sitemaps/part-1.txt", f"{_A}/sitemaps/part-2.xml.gz",
-                  f"{_A}/sitemaps/nested-index.xml"),
+                  f"{_A}/sitemaps/part-3.xml", f"{_A}/sitemaps/nested-index.xml"),
     ),
     f"{_A}/sitemaps/part-1.txt": ("text", (f"{_A}/orphan/4",)),
     f"{_A}/sitemaps/part-2.xml.gz": ("gzip-urlset", (f"{_A}/orphan/3", f"{_A}/p/1")),
+    f"{_A}/sitemaps/part-3.xml": ("urlset", (f"{_A}/orphan/6", f"{_A}/")),
     f"{_A}/sitemaps/nested-index.xml": ("index", (f"{_A}/sitemaps/deep.xml",)),
     f"{_A}/sitemaps/deep.xml": ("urlset", (f"{_A}/orphan/9",)),
     f"{_A}/private/sitemap.xml": ("urlset", (f"{_A}/orphan/8",)),
@@ -91,7 +126,7 @@ DOCUMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
 #: The HTML pages of each host: path -> the paths it links to.
 _PAGES: dict[str, dict[str, tuple[str, ...]]] = {
     HOST_A: {"/": ("/p/1",), "/p/1": ("/",)}
-    | {f"/orphan/{n}": ("/",) for n in (1, 3, 4, 5, 8, 9)}
+    | {f"/orphan/{n}": ("/",) for n in (1, 3, 4, 5, 6, 8, 9)}
     | {"/orphan/2": ("/",)},
     HOST_B: {"/": (), "/orphan/1": ("/",)},
     HOST_C: {"/": (), "/orphan/1": ("/",), "/orphan/2": ("/",)},
@@ -159,27 +194,90 @@ def _index(urls: tuple[str, ...]) -> bytes:
 
 def response(host: str, path: str) -> tuple[int, tuple[tuple[str, str], ...], bytes]:
     """(status, headers, body) of ``path`` on sitemap host ``host``."""
-    text = ("Content-Type", "text/plain; charset=utf-8")
     if path == "/robots.txt":
-        return 200, (text,), ROBOTS[host].encode()
+        return 200, (_TEXT_TYPE,), ROBOTS[host].encode()
     document = DOCUMENTS.get(f"http://{host}{path}")
     if document is not None:
-        kind, urls = document
-        if kind == "text":
-            return 200, (text,), "".join(url + "\n" for url in urls).encode()
-        if kind == "gzip-urlset":
-            return 200, (("Content-Type", "application/x-gzip"),), gzip.compress(
-                _urlset(urls), mtime=0
-            )
-        body = _index(urls) if kind == "index" else _urlset(urls)
-        return 200, (("Content-Type", "application/xml; charset=utf-8"),), body
+        return document_response(*document)
     links = page_links(host, path)
-    html = ("Content-Type", "text/html; charset=utf-8")
     if links is None:
-        return 404, (html,), b"<html><body><h1>Not Found</h1></body></html>\n"
-    return 200, (html,), _html(f"http://{host}{path}", links)
+        return 404, (_HTML_TYPE,), b"<html><body><h1>Not Found</h1></body></html>\n"
+    return 200, (_HTML_TYPE,), _html(f"http://{host}{path}", links)
+
+
+def document_response(
+    kind: str, urls: tuple[str, ...]
+) -> tuple[int, tuple[tuple[str, str], ...], bytes]:
+    """(status, headers, body) of a sitemap document of format ``kind`` listing ``urls``.
+
+    ``gzip-urlset`` is a gzip file, ``application/x-gzip`` without Content-Encoding: the body
+    is the file, which the crawler decompresses itself.
+    """
+    if kind == "text":
+        return 200, (_TEXT_TYPE,), "".join(url + "\n" for url in urls).encode()
+    if kind == "gzip-urlset":
+        return 200, (("Content-Type", "application/x-gzip"),), gzip.compress(
+            _urlset(urls), mtime=0
+        )
+    body = _index(urls) if kind == "index" else _urlset(urls)
+    return 200, (("Content-Type", "application/xml; charset=utf-8"),), body
 
 
 def allowed(host: str, path: str) -> bool:
     """Whether the robots.txt of ``host`` allows ``path`` (to every agent)."""
     return not any(path.startswith(prefix) for prefix in DISALLOWED.get(host, ()))
+
+
+# -- normal hosts that name sitemaps ---------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class HostSitemaps:
+    """What the profile adds to a normal host chosen to name sitemaps: the ``Sitemap:`` URLs of
+    its robots.txt, the documents they are and its orphan pages. Its other pages are as without
+    the profile."""
+
+    host: str
+    #: Absolute URLs of the ``Sitemap:`` lines its robots.txt gains, in order.
+    named: tuple[str, ...]
+    #: Sitemap URL -> (format, listed URLs), as in :data:`DOCUMENTS`.
+    documents: dict[str, tuple[str, tuple[str, ...]]]
+    #: Paths of the pages only its sitemaps list; each links to the home page.
+    orphans: tuple[str, ...]
+
+    def paths(self) -> tuple[str, ...]:
+        """The paths the profile adds to the host: orphans, then documents."""
+        prefix = len(f"http://{self.host}")
+        return self.orphans + tuple(url[prefix:] for url in self.documents)
+
+    def page_links(self, path: str) -> tuple[str, ...] | None:
+        """The links of orphan ``path`` (absolute); None if it is no orphan."""
+        return (f"http://{self.host}/",) if path in self.orphans else None
+
+    def response(self, path: str) -> tuple[int, tuple[tuple[str, str], ...], bytes] | None:
+        """(status, headers, body) of a path the profile adds; None for any other path."""
+        url = f"http://{self.host}{path}"
+        document = self.documents.get(url)
+        if document is not None:
+            return document_response(*document)
+        links = self.page_links(path)
+        return None if links is None else (200, (_HTML_TYPE,), _html(url, links))
+
+
+def normal_host_sitemaps(host: str, rng: random.Random, pages: Sequence[str]) -> HostSitemaps:
+    """The sitemaps of normal host ``host``, drawn from ``rng``: 2 to 4 orphans; a urlset
+    ``/sitemap.xml`` listing the home page, up to two of ``pages`` (paths of its HTML pages)
+    and the orphans; on about half the hosts also a text ``/sitemap.txt`` taking the last
+    orphan from the urlset (and listing the home page again)."""
+    base = f"http://{host}"
+    orphans = tuple(f"/orphan/{n}" for n in range(1, rng.randint(2, 4) + 1))
+    listed = ("/",) + tuple(rng.sample(sorted(pages), min(2, len(pages))))
+    documents: dict[str, tuple[str, tuple[str, ...]]] = {}
+    if rng.random() < 0.5:
+        documents[f"{base}/sitemap.xml"] = ("urlset", tuple(base + p for p in listed + orphans))
+    else:
+        documents[f"{base}/sitemap.xml"] = (
+            "urlset", tuple(base + p for p in listed + orphans[:-1])
+        )
+        documents[f"{base}/sitemap.txt"] = ("text", (base + orphans[-1], base + "/"))
+    return HostSitemaps(host, tuple(documents), documents, orphans)

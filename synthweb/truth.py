@@ -21,6 +21,13 @@ one redirected five times or fewer as the target's rules, one redirected more th
 as "unavailable" (allow all) and only the first 500 KiB of a robots.txt as its rules.
 ``fetch`` holds the hostile URLs that answer normally (home pages, plain pages, the redirect
 loop); :class:`HostileTruth` (``hostile``) holds the others.
+
+With the sitemap profile on (:mod:`synthweb.sitemaps`, whose docstring states the rules) the
+modelled crawler also reads the ``Sitemap:`` lines of every 2xx robots.txt it fetches and the
+sitemaps they lead to. Sitemap documents and the pages they list are in ``fetch`` like pages;
+what the rules refuse (listed URLs of other hosts, sitemaps nested too deep and what only they
+list, sitemaps robots.txt disallows) is in ``never``. :class:`SitemapTruth` (``sitemaps``)
+names them, and the orphans: pages only sitemaps lead to.
 """
 
 from __future__ import annotations
@@ -171,11 +178,13 @@ class SitemapTruth:
 
     #: Sitemap documents to fetch.
     documents: frozenset[str]
-    #: Pages fetched that no fetched page links to: only sitemaps lead there.
+    #: Pages fetched that no fetched page links to (nor redirects to): only sitemaps lead there.
     orphans: frozenset[str]
     #: URLs sitemaps or robots.txt name that must not be fetched: other hosts' pages, sitemaps
     #: nested too deep (and what only they list), a sitemap robots.txt disallows.
     refused: frozenset[str]
+    #: Hosts the crawl reaches whose robots.txt answers 2xx and names sitemaps.
+    hosts: frozenset[str] = frozenset()
 
 
 def expected_crawl(
@@ -212,6 +221,7 @@ def expected_crawl(
     sitemap_levels: dict[str, tuple[int, str]] = {}
     linked: set[str] = set(seed_urls)
     refused: set[str] = set()
+    naming_hosts: set[str] = set()
 
     def discover(url: str | None) -> None:
         if url and url not in seen:
@@ -254,8 +264,10 @@ def expected_crawl(
             delay = rules.crawl_delay(agent_token)
             if delay is not None:
                 delays[host] = delay
-            if sitemaps_on and sitemap_web.is_sitemap_host(host) and rules.status == 200:
-                for named in sitemap_web.robots_sitemaps(host):
+            named_sitemaps = web.robots_sitemaps(host) if sitemaps_on else ()
+            if named_sitemaps and 200 <= rules.status < 300:
+                naming_hosts.add(host)
+                for named in named_sitemaps[: sitemap_web.MAX_PER_ROBOTS]:
                     sitemap_levels.setdefault(named, (1, host))
                     discover(named)
         if path == "/robots.txt":
@@ -265,7 +277,7 @@ def expected_crawl(
             continue
         fetch[url] = web.status(url)
         if url in sitemap_levels:
-            for target in _sitemap_targets(url, sitemap_levels, refused):
+            for target in _sitemap_targets(web, url, sitemap_levels, refused):
                 discover(target)
             continue
         page = web.page(url)
@@ -276,6 +288,7 @@ def expected_crawl(
         if page.redirect_to:
             redirects[url] = page.redirect_to
             discover(page.redirect_to)
+            linked.add(page.redirect_to)
         elif page.status == 200 and page.content_type.lower().startswith("text/html"):
             for link in page.links:
                 discover(link.url)
@@ -319,12 +332,14 @@ def expected_crawl(
         )
     sitemap_truth = None
     if sitemaps_on:
+        refused -= fetch.keys()  # refused one way, reached another: fetched
         never |= refused
         documents = frozenset(u for u in sitemap_levels if u in fetch)
         sitemap_truth = SitemapTruth(
             documents=documents,
             orphans=frozenset(fetch.keys() - linked - documents),
             refused=frozenset(refused | {u for u in sitemap_levels if u in never}),
+            hosts=frozenset(naming_hosts),
         )
     return ExpectedCrawl(
         agent_token=agent_token,
@@ -342,17 +357,22 @@ def expected_crawl(
 
 
 def _sitemap_targets(
-    url: str, levels: dict[str, tuple[int, str]], refused: set[str]
+    web: SyntheticWeb, url: str, levels: dict[str, tuple[int, str]], refused: set[str]
 ) -> list[str]:
     """What the model follows from sitemap ``url`` (see :mod:`synthweb.sitemaps`); what it
     must not follow goes to ``refused``, with what only a refused sitemap lists."""
     level, robots_host = levels[url]
-    kind, listed = sitemap_web.DOCUMENTS[url]
+    document = web.sitemap_document(url)
+    if document is None:  # not there (404): nothing to follow
+        return []
+    kind, listed = document
     if kind == "index":
         if level >= sitemap_web.MAX_NESTING:
             for child in listed:
                 refused.add(child)
-                refused.update(sitemap_web.DOCUMENTS[child][1])
+                child_document = web.sitemap_document(child)
+                if child_document is not None:
+                    refused.update(child_document[1])
             return []
         for child in listed:
             levels.setdefault(child, (level + 1, ""))
