@@ -19,6 +19,7 @@ the last robots.txt fetch, its text when it succeeded, and until when it may be 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from protego import Protego
 
@@ -82,16 +83,20 @@ _KNOWN_FIELDS = frozenset(
 )
 
 
+#: The product token at the start of a user-agent value (RFC 9309 2.2.1).
+_TOKEN = re.compile(r"[A-Za-z_-]*")
+
+
 def rfc_lines(text: str) -> str:
     """``text`` with the lines RFC 9309 ignores left out, before Protego reads it.
 
     A line that is no ``field: value`` pair, or whose field is unknown, is dropped: Protego
     would let it end the current group, so that the rules after it would apply to nobody
     (RFC 9309 2.2: groups are ended by the next user-agent line only; Google's
-    ID_LineSyntax_Groups_OtherRules). A user-agent value is cut at its first space
-    (``User-agent: Foo Bar`` names ``Foo``): a product token has no spaces, and the site
-    meant the bot whose name comes first, so obeying that group is the polite reading, as
-    Google reads it.
+    ID_LineSyntax_Groups_OtherRules). A user-agent value is cut where its product token ends,
+    at the first character other than a letter, ``_`` or ``-`` (``User-agent: Foo Bar`` and
+    ``User-agent: Foo/1.0`` name ``Foo``): the site meant that bot, so obeying the group is the
+    polite reading, and Google's.
     """
     kept = []
     for line in text.splitlines():
@@ -104,8 +109,9 @@ def rfc_lines(text: str) -> str:
         if not colon or name not in _KNOWN_FIELDS:
             continue
         if name == "user-agent":
-            words = value.split("#", 1)[0].split()
-            line = f"User-agent: {words[0] if words else ''}"
+            value = value.split("#", 1)[0].strip()
+            token = "*" if value.startswith("*") else _TOKEN.match(value).group(0)
+            line = f"User-agent: {token}"
         kept.append(line)
     return "\n".join(kept)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from crawl.config import PolitenessSection, RobotsSection
-from crawl.robots import RobotsPolicy, RobotsRecord, record_from_fetch, robots_url
+from crawl.robots import RobotsPolicy, RobotsRecord, record_from_fetch, rfc_lines, robots_url
 from synthweb import RobotsKind, SyntheticWeb, WebConfig
 from synthweb.urls import split_url
 
@@ -318,3 +318,16 @@ def test_policy_agrees_with_the_synthetic_web(host: str) -> None:
     expected = {path: robots.allowed(path, TOKEN) for path in verdicts}
     assert verdicts == expected, f"{robots.kind}/{robots.variant}"
     assert policy.crawl_delay_seconds == (robots.crawl_delay(TOKEN) or 0.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "token"),
+    [("FooBot/1.0", "FooBot"), ("Foo Bar", "Foo"), ("*", "*"), ("* # all", "*"),
+     ("pyflink-crawler", "pyflink-crawler"), ("Foo_Bot2", "Foo_Bot")],
+)
+def test_a_user_agent_value_names_the_token_it_starts_with(value: str, token: str) -> None:
+    assert rfc_lines(f"User-agent: {value}\nDisallow: /x\n").splitlines()[0] == (
+        f"User-agent: {token}"
+    )
+    policy = _policy(f"User-agent: {value}\nDisallow: /x\n")  # we are pyflink-crawler
+    assert policy.verdict("http://example.com/x")[0] is (token not in ("*", "pyflink-crawler"))
