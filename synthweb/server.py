@@ -413,21 +413,7 @@ class _HttpProtocol(asyncio.Protocol):
         if self._special_timer is not None:
             self._special_timer.cancel()
             self._special_timer = None
-        service = self._service
-        service.requests_served += 1
-        if service.log is not None:
-            service.log.write(
-                start=request.start,
-                end=time.time(),
-                host=request.host,
-                path=request.path,
-                method=request.method,
-                status=special.status,
-                body_bytes=self._special_sent,
-                ua=request.ua,
-                aborted=aborted,
-                fault=special.fault,
-            )
+        self._log(request, special.status, self._special_sent, aborted, fault=special.fault)
         transport = self._transport
         if aborted or transport is None:
             return
@@ -475,21 +461,35 @@ class _HttpProtocol(asyncio.Protocol):
                 self._closing = True
                 transport.close()
         if not request.control:
-            service.requests_served += 1
-            if service.log is not None:
-                service.log.write(
-                    start=request.start,
-                    end=time.time(),
-                    host=request.host,
-                    path=request.path,
-                    method=request.method,
-                    status=response.status,
-                    body_bytes=sent,
-                    ua=request.ua,
-                    aborted=not written,
-                    retry_at=response.retry_at,
-                    fault=response.fault,
-                )
+            self._log(request, response.status, sent, not written, response.retry_at,
+                      response.fault)
+
+    def _log(
+        self,
+        request: _Request,
+        status: int,
+        body_bytes: int,
+        aborted: bool,
+        retry_at: float | None = None,
+        fault: str = "",
+    ) -> None:
+        """Count a request served and write its line to the request log."""
+        service = self._service
+        service.requests_served += 1
+        if service.log is not None:
+            service.log.write(
+                start=request.start,
+                end=time.time(),
+                host=request.host,
+                path=request.path,
+                method=request.method,
+                status=status,
+                body_bytes=body_bytes,
+                ua=request.ua,
+                aborted=aborted,
+                retry_at=retry_at,
+                fault=fault,
+            )
 
     def _reject(self, status: int, message: str) -> None:
         """Answer a request that cannot be parsed, then close the connection (not logged)."""

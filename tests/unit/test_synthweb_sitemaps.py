@@ -33,6 +33,7 @@ from synthweb import (
 from synthweb import sitemaps as sitemap_web
 from synthweb.requestlog import RequestRecord
 from synthweb.urls import split_url
+from tests.unit.test_synthweb import _digest
 
 TOKEN = "pyflink-crawler"
 PACKAGE = Path(__file__).resolve().parents[2] / "synthweb"
@@ -389,20 +390,7 @@ def test_off_by_default() -> None:
     assert all(not plain.robots_sitemaps(h) for h in plain.host_names())
     assert plain.sitemap_document(f"http://{plain.host_names()[1]}/sitemap.xml") is None
     assert plain.status(f"http://{plain.host_names()[1]}/orphan/1") == 404
-    assert _web_digest(plain) == _web_digest(SyntheticWeb(SMALL))
-
-
-def _web_digest(web: SyntheticWeb) -> str:
-    sha = hashlib.sha256()
-    for host in web.host_names():
-        sha.update(web.robots_rules(host).body)
-        for page in web.pages(host):
-            sha.update(repr(page).encode())
-            sha.update(web.body(page.url))
-    expected = web.expected_crawl(web.seeds())
-    truth = [expected.fetch, sorted(expected.never), expected.robots, expected.redirects]
-    sha.update(json.dumps(truth).encode())
-    return sha.hexdigest()
+    assert _digest(plain) == _digest(SyntheticWeb(SMALL))
 
 
 def test_the_profile_changes_nothing_else() -> None:
