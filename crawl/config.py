@@ -105,8 +105,8 @@ class PolitenessSection:
     group_by: str = "host"
 
     def _validate(self) -> None:
-        _check(self, "politeness", "group_by", lambda v: v in ("host", "domain"),
-               "host or domain")
+        _check(self, "politeness", "group_by", lambda v: v in ("host", "domain", "ip"),
+               "host, domain or ip")
         _check(self, "politeness", "delay_seconds", _non_negative, "a number >= 0")
         _check(self, "politeness", "max_crawl_delay_seconds", _non_negative, "a number >= 0")
         _check(self, "politeness", "response_time_factor", _non_negative, "a number >= 0")

@@ -85,9 +85,13 @@ class OutputLayout:
         partition counts: they decide where every URL's state is)."""
         self.fixed_settings.write_text(json.dumps(dict(settings), indent=2), encoding="utf-8")
 
-    def check_fixed_settings(self, settings: Mapping[str, object]) -> None:
+    def check_fixed_settings(
+        self, settings: Mapping[str, object], implied: Mapping[str, object] | None = None
+    ) -> None:
         """Raise :class:`FixedSettingsError` naming the first setting that differs from the
-        recorded one (nothing recorded: nothing to check)."""
+        recorded one (nothing recorded: nothing to check). ``implied``: the value of a setting
+        that crawls recorded before it existed had (its default then)."""
+        implied = implied or {}
         try:
             recorded = json.loads(self.fixed_settings.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -95,9 +99,10 @@ class OutputLayout:
         except (OSError, ValueError) as error:
             raise FixedSettingsError(f"{self.fixed_settings}: unreadable: {error}") from None
         for key, value in settings.items():
-            if recorded.get(key) != value:
+            before = recorded.get(key, implied.get(key))
+            if before != value:
                 raise FixedSettingsError(
-                    f"{key}: this crawl was started with {recorded.get(key)} and it cannot change "
+                    f"{key}: this crawl was started with {before} and it cannot change "
                     f"during the crawl's life (it says where every URL's state is), got {value}"
                 )
 

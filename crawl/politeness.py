@@ -286,9 +286,9 @@ class _Group:
 
 
 class PolitenessGroups:
-    """One politeness clock for all the hosts of a registered domain (``politeness.group_by:
-    domain``), kept by the fetch subtask that owns the domain (URLs are partitioned by
-    registered domain, so every host of one domain is fetched by one subtask).
+    """One politeness clock for all the hosts of a group (``politeness.group_by: domain`` or
+    ``ip``), kept by the fetch subtask that fetches the group (the fetch stage's keys put every
+    host of a group in one subtask: :mod:`crawl.routing`).
 
     The hosts keep their own clocks too; on top of them a host may start a request only when
     no other host of its group has one in flight and the group's spacing since the last
@@ -299,35 +299,32 @@ class PolitenessGroups:
     """
 
     def __init__(self, config: PolitenessSection, max_groups: int = 100_000) -> None:
-        from crawl.scope import registered_domain  # the scope module imports this one
-
-        self._group_of = registered_domain
         self._delay_ms = _ceil_ms(config.delay_seconds * 1000.0)
         self._groups: dict[str, _Group] = {}
         self._max_groups = max_groups
 
-    def hold_until_ms(self, host: str, now_ms: int) -> int:
+    def hold_until_ms(self, group_name: str, host: str, now_ms: int) -> int:
         """The earliest time ``host`` may start a request as far as its group is concerned
         (0: now)."""
-        group = self._groups.get(self._group_of(host))
+        group = self._groups.get(group_name)
         if group is None:
             self._forget_old(now_ms)
-            group = self._groups[self._group_of(host)] = _Group(now_ms + self._delay_ms)
+            group = self._groups[group_name] = _Group(now_ms + self._delay_ms)
         if group.in_flight and group.in_flight != host:
             # Its end will set the group's clock at least one delay later: no use looking
             # sooner.
             return max(group.next_allowed_ms, now_ms + max(self._delay_ms, GROUP_BUSY_RETRY_MS))
         return group.next_allowed_ms if group.next_allowed_ms > now_ms else 0
 
-    def started(self, host: str) -> None:
+    def started(self, group_name: str, host: str) -> None:
         """``host`` started a request."""
-        group = self._groups.setdefault(self._group_of(host), _Group(0))
+        group = self._groups.setdefault(group_name, _Group(0))
         group.in_flight = host
 
-    def finished(self, host: str, next_allowed_ms: int) -> None:
+    def finished(self, group_name: str, host: str, next_allowed_ms: int) -> None:
         """``host``'s request ended; its group waits until ``next_allowed_ms`` (the host's own
         next start, computed from this response)."""
-        group = self._groups.setdefault(self._group_of(host), _Group(0))
+        group = self._groups.setdefault(group_name, _Group(0))
         if group.in_flight == host:
             group.in_flight = ""
         group.next_allowed_ms = max(group.next_allowed_ms, next_allowed_ms)

@@ -43,6 +43,8 @@ MIN_IDLE_SECONDS = 5.0
 #: outcomes have gone round the loop).
 BUDGET_QUIET_SECONDS = 3.0
 STOP_ATTEMPTS = 3
+#: Fixed settings recorded only by later versions, with the value earlier crawls had.
+FIXED_BEFORE_RECORDED = {"politeness.group_by": "host"}
 _POLL_SECONDS = 0.5
 
 
@@ -233,6 +235,8 @@ def run_local_crawl(
         "crawl.vnodes": config.crawl.vnodes,
         "crawldb.partitions": config.crawldb.partitions,
         "vnode key": VNODE_KEY,
+        # It decides each host's key in the fetch stage, where its queue is kept.
+        "politeness.group_by": config.politeness.group_by,
         **config.urls.fixed(),
     }
     restore_from = None
@@ -241,7 +245,7 @@ def run_local_crawl(
         if restore_from is None:
             raise CrawlError(f"{layout.root} holds no savepoint or checkpoint to resume from")
         try:
-            layout.check_fixed_settings(fixed)
+            layout.check_fixed_settings(fixed, implied=FIXED_BEFORE_RECORDED)
         except FixedSettingsError as error:
             raise CrawlError(str(error)) from None
         # Figures start again with the new job; the budget ledger carries over.

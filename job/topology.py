@@ -3,7 +3,8 @@
 ::
 
     loop dir (seed files + discovered URLs) -> decode -> key_by(vnode % partitions) crawl DB
-        -> key_by(host) fetch (frontier, robots, politeness, HTTP)
+        -> key_by(fetch key: the host, crawl/routing.py) fetch (frontier, robots, politeness,
+        HTTP)
         -> process (WARC, crawl log, links) -> loop sink (files back into the loop dir)
 
 Every stage has a name and a stable uid (savepoints map state to operators by uid). URLs are
@@ -72,7 +73,7 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     fetch_requests = (
         records.key_by(lambda record: partition_of(record[0], partitions), key_type=Types.INT())
         .process(
-            CrawlDbFunction(output, config.crawldb, config.admission),
+            CrawlDbFunction(output, config),
             output_type=Types.TUPLE([Types.STRING(), Types.STRING()]),
         )
         .name("crawl-db")

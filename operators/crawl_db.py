@@ -1,8 +1,9 @@
 """The crawl DB stage: the URL-seen test and the status of every URL, one DRUM per partition.
 
 Keyed by crawl DB partition (``vnode % crawldb.partitions``, see :mod:`crawl.crawldb`). Input:
-``(vnode, loop payload JSON)`` (see :mod:`crawl.loop`). Output: ``(host, JSON list of
-[url, hops, via])``, the URLs seen for the first time, batched per host, for the fetch stage.
+``(vnode, loop payload JSON)`` (see :mod:`crawl.loop`). Output: ``(fetch key, JSON list of
+[url, hops, via])``, the URLs seen for the first time, batched per host, for the fetch stage
+(the fetch key is the host, or the host with its politeness group: :mod:`crawl.routing`).
 Answers come when a partition's DRUM merges its buffer: when the buffer is full, or from a
 processing-time timer ``crawldb.flush_seconds`` after the first buffered operation.
 
@@ -13,7 +14,9 @@ DRUM of that moment; the DRUM's files are immutable):
 2. ``drum_journal``: ListState, the loop payloads received since the last merge;
 3. ``drum_history``: ValueState, the files recent merges dropped, kept for the retained
    checkpoints until ``crawldb.file_grace_seconds`` have passed;
-4. ``admission``: MapState, the counters of the admission budgets (:mod:`crawl.admission`).
+4. ``admission``: MapState, the counters of the admission budgets (:mod:`crawl.admission`);
+5. ``fetch_keys``: MapState host -> fetch key, under ``politeness.group_by: ip`` only (a host
+   keeps the key of the address it first resolved to).
 """
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ from pyflink.datastream.state import (
 )
 
 from crawl.admission import Admission, CachedStore
-from crawl.config import AdmissionSection, CrawlDbSection
+from crawl.config import Config
 from crawl.crawldb import Answer, CrawlDbPartition, partition_directory
 from crawl.layout import OutputLayout
 from crawl.loop import LoopRecordError, parse_payload
 from crawl.progress import StageStatus
+from crawl.routing import AddressResolver, FetchRouter
 from operators.context import Lifecycle, subtask_of
 from operators.faults import FaultInjector
 
@@ -44,12 +48,14 @@ __all__ = ["CrawlDbFunction"]
 class CrawlDbFunction(KeyedProcessFunction):
     """URL-seen test and crawl DB keyed by partition (see the module docstring)."""
 
-    def __init__(
-        self, output_dir: str, section: CrawlDbSection, admission: AdmissionSection
-    ) -> None:
+    def __init__(self, output_dir: str, config: Config) -> None:
         self._output_dir = output_dir
-        self._section = section
-        self._admission_section = admission
+        self._section = config.crawldb
+        self._admission_section = config.admission
+        self._group_by = config.politeness.group_by
+        self._vnodes = config.crawl.vnodes
+        self._connect_to = config.fetch.connect_to_rules
+        self._dns_timeout = config.fetch.connect_timeout_seconds
 
     def open(self, runtime_context: RuntimeContext) -> None:
         subtask = subtask_of(runtime_context)
@@ -65,6 +71,14 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._admission_state = runtime_context.get_map_state(
             MapStateDescriptor("admission", Types.STRING(), Types.LONG())
         )
+        self._fetch_keys = runtime_context.get_map_state(
+            MapStateDescriptor("fetch_keys", Types.STRING(), Types.STRING())
+        )
+        resolver = (
+            AddressResolver(self._connect_to, self._dns_timeout) if self._group_by == "ip"
+            else None
+        )
+        self._router = FetchRouter(self._group_by, self._vnodes, resolver)
         layout = OutputLayout(self._output_dir)
         self._root = str(layout.crawldb)
         self._flush_ms = int(self._section.flush_seconds * 1000)
@@ -156,8 +170,27 @@ class CrawlDbFunction(KeyedProcessFunction):
     def _emit(self, answer: Answer, began: float) -> list[tuple[str, str]]:
         for name, amount in answer.counts.items():
             self._status.count(name, amount)
+        requests = answer.requests
+        if requests and self._router.group_by != "host":
+            keys = self._router.keys(
+                (host for host, _ in requests), _MapStateRoutes(self._fetch_keys)
+            )
+            requests = [(keys[host], batch) for host, batch in requests]
         self._status.busy_seconds += time.thread_time() - began
-        return answer.requests
+        return requests
+
+
+class _MapStateRoutes:
+    """The fetch keys in the MapState of the current key (the partition being handled)."""
+
+    def __init__(self, state) -> None:
+        self._state = state
+
+    def get(self, host: str) -> str | None:
+        return self._state.get(host)
+
+    def __setitem__(self, host: str, key: str) -> None:
+        self._state.put(host, key)
 
 
 class _MapStateCounters:

@@ -1,6 +1,8 @@
 """The fetch stage: frontier, politeness, robots and HTTP for the hosts of one subtask.
 
-Keyed by host. Input: ``(host, json list of [url, hops, via])`` batches from the crawl DB.
+Keyed by host (the fetch key of :mod:`crawl.routing`: the host, or under ``politeness.group_by:
+domain`` or ``ip`` the host with its group). Input: ``(key, json list of [url, hops, via])``
+batches from the crawl DB.
 Output: :class:`~crawl.model.FetchResult` objects (pages, robots.txt fetches, robots denials).
 
 The per-host decisions are :class:`crawl.scheduler.HostScheduler`'s; this class loads and saves
@@ -44,6 +46,7 @@ from crawl.model import FetchResult
 from crawl.politeness import PolitenessGroups, poll_delay_ms
 from crawl.progress import RunningMean, StageStatus
 from crawl.robots import RobotsRecord
+from crawl.routing import group_of_key, host_of_key
 from crawl.scheduler import (
     HOST_ROW_FIELDS,
     LEASE_ROBOTS,
@@ -122,8 +125,7 @@ class FetchFunction(KeyedProcessFunction):
             PageBudget(layout.budget, config.crawl.max_pages),
         )
         self._groups = (
-            PolitenessGroups(config.politeness) if config.politeness.group_by == "domain"
-            else None
+            PolitenessGroups(config.politeness) if config.politeness.group_by != "host" else None
         )
         # robots.txt redirects are followed by the client, spaced like any requests.
         self._hop_spacing = (
@@ -170,7 +172,7 @@ class FetchFunction(KeyedProcessFunction):
     def process_element(self, value: tuple[str, str], ctx: KeyedProcessFunction.Context):
         began = time.thread_time()
         self._status.count("batches.in")
-        host = value[0]
+        host = host_of_key(value[0])
         payloads = json.loads(value[1])
         row = self._host_row()
         state = self._load(host, row)
@@ -196,7 +198,8 @@ class FetchFunction(KeyedProcessFunction):
         yield from results
 
     def _wake(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> list[FetchResult]:
-        host = ctx.get_current_key()
+        key = ctx.get_current_key()
+        host = host_of_key(key)
         in_flight = self._in_flight.get(host)
         now = ctx.timer_service().current_processing_time()
         self._lateness_ms.add(now - timestamp)
@@ -217,17 +220,18 @@ class FetchFunction(KeyedProcessFunction):
                 return []  # superseded by a later registration
         state = self._load(host, row)
         groups = self._groups
-        hold = groups.hold_until_ms(host, now) if groups is not None else 0
+        group = group_of_key(key)
+        hold = groups.hold_until_ms(group, host, now) if groups is not None else 0
         wake = self._scheduler.wake(host, state, in_flight, now, hold)
         if in_flight is not None and in_flight.done():
             del self._in_flight[host]
             self._lease_started.pop(host, None)
             self._expected.pop(host, None)
             if groups is not None:
-                groups.finished(host, state.next_allowed_ms)
+                groups.finished(group, host, state.next_allowed_ms)
         if wake.start is not None:
             if groups is not None:
-                groups.started(host)
+                groups.started(group, host)
             order = wake.start
             self._in_flight[host] = self._io.submit(
                 self._fetcher.fetch(

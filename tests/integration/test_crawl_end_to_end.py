@@ -9,6 +9,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.crawl_log import parse_line
+from crawl.routing import key_group_of
 from operators.faults import ENVIRONMENT_VARIABLE
 from synthweb import SyntheticWebServer, WebConfig, audit_log
 from tests.integration.crawl_runner import run_crawl
@@ -168,25 +169,41 @@ def test_crawl_recovers_from_failures_with_a_tiny_drum_without_losing_a_url(
     assert drum["archives.compacted"] > 0
 
 
-def test_grouped_by_domain_the_hosts_of_a_domain_take_turns(tmp_path: Path) -> None:
-    """``politeness.group_by: domain``: every host of the synthetic web is under synth.test,
-    so the whole crawl is one request at a time, each starting at least the delay after the
-    previous one ended, whichever hosts they went to."""
+@pytest.mark.parametrize("group_by", ["domain", "ip"])
+def test_grouped_hosts_take_turns_across_fetch_subtasks(tmp_path: Path, group_by: str) -> None:
+    """``politeness.group_by: domain`` or ``ip`` with two fetch subtasks: every host of the
+    synthetic web is under synth.test and (through ``fetch.connect_to``) at 127.0.0.1, so the
+    whole crawl is one request at a time, each starting at least the delay after the previous
+    one ended, whichever hosts they went to and whichever subtasks hold those hosts."""
     delay = 0.15
-    config = WebConfig(seed=3, hosts=5, pages_per_host=5)
+    config = WebConfig(seed=3, hosts=6, pages_per_host=5)
     with SyntheticWebServer(config, tmp_path / "requests.jsonl") as server:
         seeds = server.web.seeds()
+        options = ["--set", f"politeness.group_by={group_by}"]
+        if group_by == "ip":  # the proxy would hide the addresses: connect to them instead
+            port = server.proxy_url.rsplit(":", 1)[1]
+            proxy = None
+            options += ["--set", f"fetch.connect_to=::127.0.0.1:{port}"]
+        else:
+            proxy = server.proxy_url
         process, summary = run_crawl(
-            tmp_path, seeds, server.proxy_url,
-            "--delay", str(delay), "--idle-seconds", "6",
-            "--set", "politeness.group_by=domain", "--set", "politeness.response_time_factor=0",
+            tmp_path, seeds, proxy,
+            "--delay", str(delay), "--idle-seconds", "6", "--parallelism", "2",
+            # Short back-offs: robots.txt that fail are asked again sooner (a shorter test).
+            "--set", "politeness.response_time_factor=0",
+            "--set", "politeness.backoff_base_seconds=0.5", *options,
         )
         assert process.returncode == 0, process.stderr[-3000:]
         assert summary["stop_reason"] == "idle"
         records = sorted(server.request_log(), key=lambda r: r.start)
         expected = server.web.expected_crawl(seeds, TOKEN)
     assert audit_log(records, expected, min_delay=delay) == []
-    assert len({r.host for r in records}) >= 5
+    hosts = {r.host for r in records}
+    assert len(hosts) >= 6
+    # The hosts were fetched by both subtasks: without the group's key a clock per subtask
+    # would let two requests overlap (partition of the default 256 key groups by 2 subtasks).
+    subtasks = {key_group_of(host, 256) * 2 // 256 for host in hosts}
+    assert subtasks == {0, 1}
     tolerance = 0.02
     for previous, current in zip(records, records[1:], strict=False):
         assert current.start >= previous.end + delay - tolerance, (

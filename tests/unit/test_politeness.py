@@ -615,39 +615,47 @@ def test_by_default_back_off_starts_at_the_second_failure_but_at_once_for_429_an
     assert result.not_before_ms == T0 + waits_ms
 
 
-# -- politeness groups (registered domains) --------------------------------------------------
+# -- politeness groups -----------------------------------------------------------------------
 
 
-def test_hosts_of_a_domain_take_turns() -> None:
+def test_hosts_of_a_group_take_turns() -> None:
     groups = PolitenessGroups(PolitenessSection(delay_seconds=1.0))
     # A group first seen waits one delay (a request from before a restore may be under way).
-    assert groups.hold_until_ms("www.example.org", 10_000) == 11_000
-    assert groups.hold_until_ms("shop.example.org", 11_000) == 0
-    groups.started("shop.example.org")
+    assert groups.hold_until_ms("example.org", "www.example.org", 10_000) == 11_000
+    assert groups.hold_until_ms("example.org", "shop.example.org", 11_000) == 0
+    groups.started("example.org", "shop.example.org")
     # Its sibling waits while it is in flight; it itself is not held by its own request.
-    assert groups.hold_until_ms("www.example.org", 11_100) == 12_100
-    assert groups.hold_until_ms("shop.example.org", 11_100) == 0
-    groups.finished("shop.example.org", next_allowed_ms=13_500)
-    assert groups.hold_until_ms("www.example.org", 12_000) == 13_500
-    assert groups.hold_until_ms("www.example.org", 13_500) == 0
-    # Another registered domain has its own clock; a public suffix splits domains.
-    assert groups.hold_until_ms("example.com", 12_000) == 13_000
-    groups.started("a.github.io")
-    assert groups.hold_until_ms("b.github.io", 12_000) == 13_000  # first seen, not busy
-    assert len(groups) == 4
+    assert groups.hold_until_ms("example.org", "www.example.org", 11_100) == 12_100
+    assert groups.hold_until_ms("example.org", "shop.example.org", 11_100) == 0
+    groups.finished("example.org", "shop.example.org", next_allowed_ms=13_500)
+    assert groups.hold_until_ms("example.org", "www.example.org", 12_000) == 13_500
+    assert groups.hold_until_ms("example.org", "www.example.org", 13_500) == 0
+    # Another group has its own clock.
+    assert groups.hold_until_ms("192.0.2.7", "example.com", 12_000) == 13_000
+    groups.started("192.0.2.7", "example.com")
+    assert groups.hold_until_ms("192.0.2.8", "example.net", 12_000) == 13_000  # not busy
+    assert groups.hold_until_ms("192.0.2.7", "example.net", 12_500) == 13_500  # busy
+    assert len(groups) == 3
 
 
 def test_a_later_clock_is_never_moved_back() -> None:
     groups = PolitenessGroups(PolitenessSection(delay_seconds=0.0))
-    groups.finished("a.example.org", next_allowed_ms=5_000)
-    groups.finished("b.example.org", next_allowed_ms=3_000)
-    assert groups.hold_until_ms("c.example.org", 4_000) == 5_000
+    groups.finished("example.org", "a.example.org", next_allowed_ms=5_000)
+    groups.finished("example.org", "b.example.org", next_allowed_ms=3_000)
+    assert groups.hold_until_ms("example.org", "c.example.org", 4_000) == 5_000
+
+
+def test_a_finish_clears_only_its_own_host_in_flight() -> None:
+    groups = PolitenessGroups(PolitenessSection(delay_seconds=0.5))
+    groups.started("example.org", "a.example.org")
+    groups.finished("example.org", "b.example.org", next_allowed_ms=1_000)
+    assert groups.hold_until_ms("example.org", "c.example.org", 2_000) == 2_500
 
 
 def test_run_out_groups_are_forgotten_past_the_limit() -> None:
     groups = PolitenessGroups(PolitenessSection(delay_seconds=0.0), max_groups=3)
     for n in range(3):
-        groups.finished(f"h{n}.test", next_allowed_ms=1_000)
-    groups.started("h0.test")
-    groups.hold_until_ms("new.test", 2_000)
+        groups.finished(f"h{n}.test", f"h{n}.test", next_allowed_ms=1_000)
+    groups.started("h0.test", "h0.test")
+    groups.hold_until_ms("new.test", "new.test", 2_000)
     assert len(groups) == 2  # h0 (in flight) and the new one
