@@ -103,6 +103,16 @@ class PolitenessSection:
     suspend_seconds: float = 1800.0
     max_fetch_attempts: int = 3
     group_by: str = "host"
+    domain_quota_pages: int = 0
+    domain_quota_seconds: float = 3600.0
+
+    @property
+    def fetch_routing(self) -> str:
+        """What the fetch stage's keys keep together in one subtask (crawl/routing.py): the
+        politeness group, or the registered domain when a domain quota needs it."""
+        if self.group_by == "host" and self.domain_quota_pages:
+            return "domain"
+        return self.group_by
 
     def _validate(self) -> None:
         _check(self, "politeness", "group_by", lambda v: v in ("host", "domain", "ip"),
@@ -121,6 +131,14 @@ class PolitenessSection:
                "an integer from 0 (never) to 1000000")
         _check(self, "politeness", "max_fetch_attempts", lambda v: 1 <= v <= 100,
                "an integer from 1 (no retries) to 100")
+        _check(self, "politeness", "domain_quota_pages", lambda v: 0 <= v <= 1_000_000,
+               "an integer from 0 (no quota) to 1000000")
+        _check(self, "politeness", "domain_quota_seconds", lambda v: v > 0, "a number > 0")
+        if self.domain_quota_pages and self.group_by == "ip":
+            raise ConfigError(
+                "politeness.domain_quota_pages: needs group_by host or domain (grouped by IP "
+                "address, the hosts of a domain may be fetched by different subtasks)"
+            )
 
 
 #: A media type or range in ``fetch.accept_content_types`` (RFC 9110 tokens, no parameters).
@@ -364,6 +382,7 @@ class ScopeSection:
     max_path_segments: int = 32
     max_segment_repeats: int = 3
     max_query_params: int = 32
+    path_ascending: bool = False
 
     def _validate(self) -> None:
         from crawl.scope import FOLLOW_MODES
@@ -391,7 +410,9 @@ class ScopeSection:
         """The :class:`crawl.scope.UrlPolicy` these settings describe."""
         from crawl.scope import UrlPolicy
 
-        return UrlPolicy(**dataclasses.asdict(self))
+        fields = dataclasses.asdict(self)
+        del fields["path_ascending"]  # discovery, not a filter: crawl/processing.py
+        return UrlPolicy(**fields)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,6 +33,7 @@ clock is read here.
 from __future__ import annotations
 
 import calendar
+import collections
 import dataclasses
 import datetime
 import enum
@@ -43,6 +44,7 @@ from crawl.config import PolitenessSection
 
 __all__ = [
     "BackOff",
+    "DomainQuota",
     "PolitenessGroups",
     "Signal",
     "back_off",
@@ -338,3 +340,58 @@ class PolitenessGroups:
         for name in [n for n, g in self._groups.items()
                      if not g.in_flight and g.next_allowed_ms <= now_ms]:
             del self._groups[name]
+
+
+class DomainQuota:
+    """At most ``pages`` page requests start per registered domain in any ``seconds``
+    (``politeness.domain_quota_pages`` and ``domain_quota_seconds``): a sliding window, so
+    that the quota holds over every interval of that length, as a server's log would show it.
+
+    Kept by the fetch subtask that fetches the domain (the fetch keys keep a domain's hosts in
+    one subtask: :mod:`crawl.routing`), in memory: the start times within the window, at most
+    ``pages`` per domain, forgotten as they leave it; after a restore a domain's count starts
+    again from zero. robots.txt requests are not counted (they are not pages), but a domain
+    whose quota is used up makes all its hosts wait.
+    """
+
+    def __init__(self, pages: int, seconds: float) -> None:
+        self._pages = pages
+        self._window_ms = _ceil_ms(seconds * 1000.0)
+        self._starts: dict[str, collections.deque[int]] = {}
+        self._sweep_at = 1024
+
+    def hold_until_ms(self, domain: str, now_ms: int) -> int:
+        """The earliest time a page of ``domain`` may start (0: now)."""
+        starts = self._starts.get(domain)
+        if starts is None:
+            return 0
+        self._expire(starts, now_ms)
+        if len(starts) < self._pages:
+            if not starts:
+                del self._starts[domain]
+            return 0
+        return starts[0] + self._window_ms
+
+    def started(self, domain: str, now_ms: int) -> None:
+        """A page request of ``domain`` started at ``now_ms``."""
+        starts = self._starts.get(domain)
+        if starts is None:
+            if len(self._starts) >= self._sweep_at:
+                self._sweep(now_ms)
+            starts = self._starts[domain] = collections.deque(maxlen=self._pages)
+        starts.append(now_ms)
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def _expire(self, starts: collections.deque[int], now_ms: int) -> None:
+        while starts and starts[0] + self._window_ms <= now_ms:
+            starts.popleft()
+
+    def _sweep(self, now_ms: int) -> None:
+        for domain in list(self._starts):
+            starts = self._starts[domain]
+            self._expire(starts, now_ms)
+            if not starts:
+                del self._starts[domain]
+        self._sweep_at = max(1024, 2 * len(self._starts))

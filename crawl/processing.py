@@ -9,7 +9,8 @@ Each line gets a unique id: ``producer_id`` (unique per subtask attempt) and a s
 robots.txt fetches (hop ``P``, the prerequisite of a host) are archived and logged but are not
 pages: they have no outcome in the crawl DB, and their only loop lines carry the sitemaps their
 ``Sitemap:`` lines name (hop ``S``). A sitemap document (:mod:`crawl.sitemaps`) is read as one:
-its child sitemaps (``S``) and listed URLs (``M``) are what it found.
+its child sitemaps (``S``) and listed URLs (``M``) are what it found. With
+``scope.path_ascending`` a page that answered also brings the directories above it (hop ``I``).
 """
 
 from __future__ import annotations
@@ -29,13 +30,16 @@ from crawl.sitemaps import (
     sitemaps_in_robots,
 )
 from crawl.status import Status
-from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer
+from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
 from crawl.warc_writer import WarcFileWriter, sha1_digest
 
 __all__ = ["PREREQUISITE_HOP", "PageProcessor", "RecentUrls"]
 
 #: Hop code of a robots.txt fetch (Heritrix calls these prerequisites).
 PREREQUISITE_HOP = "P"
+#: Heritrix's hop for a URL inferred from another one: here, a directory above a fetched page
+#: (``scope.path_ascending``).
+INFERRED_HOP = "I"
 
 
 class RecentUrls:
@@ -77,6 +81,7 @@ class PageProcessor:
         policy: UrlPolicy | None = None,
         normalizer: UrlNormalizer = DEFAULT_NORMALIZER,
         sitemaps: SitemapsSection | None = None,
+        path_ascending: bool = False,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -88,6 +93,7 @@ class PageProcessor:
         self._policy = policy
         self._normalizer = normalizer
         self._sitemaps = sitemaps if sitemaps is not None and sitemaps.enabled else None
+        self._path_ascending = path_ascending
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
@@ -106,6 +112,11 @@ class PageProcessor:
             return self._route(found, None, "") if found else []
         status.count(f"pages.{result.status.value}")
         found = self._outlinks(result)
+        if self._path_ascending and result.http_status > 0 and not is_sitemap_hops(result.hops):
+            parents = parent_directories(result.url)
+            status.count("links.inferred", len(parents))
+            hops = result.hops + INFERRED_HOP
+            found += [(parent, hops, result.url) for parent in parents]
         done: DoneEvent = (
             result.url,
             result.status.value,

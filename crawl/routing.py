@@ -1,10 +1,11 @@
 """Fetch keys: the key of a host in the fetch stage, so that the hosts that share a politeness
-clock (``politeness.group_by``) are fetched by one subtask.
+clock (``politeness.group_by``) or a domain quota are fetched by one subtask.
 
 The fetch stage is keyed by a string. Flink puts a key in a key group (``key_group_of``: the
 MurmurHash of the key's hash code modulo the max parallelism, which is ``crawl.vnodes``) and
-a key group in a subtask; rescaling moves whole key groups. With ``group_by: host`` a host's
-key is the host itself. With ``domain`` or ``ip`` it is ``"<host> <group> <salt>"``, the salt
+a key group in a subtask; rescaling moves whole key groups. The routing mode
+(``PolitenessSection.fetch_routing``) says what to keep together. Under ``host`` a host's key
+is the host itself. Under ``domain`` or ``ip`` it is ``"<host> <group> <salt>"``, the salt
 (six digits) being the first one that puts the key in the key group of the group's name: every
 host of a group is then in one key group, hence in one subtask at any parallelism, and the
 fetch stage still keeps one state per host. A host whose group is unknown (``ip``: its name
@@ -33,7 +34,7 @@ import numpy as np
 from crawl.config import ConnectTo
 
 __all__ = [
-    "GROUP_BY_MODES",
+    "ROUTING_MODES",
     "AddressResolver",
     "FetchRouter",
     "KeyStore",
@@ -43,7 +44,7 @@ __all__ = [
     "key_group_of",
 ]
 
-GROUP_BY_MODES = ("host", "domain", "ip")
+ROUTING_MODES = ("host", "domain", "ip")
 
 _MASK = 0xFFFFFFFF
 #: A one-field Row's hash code is the field's plus this (RowKind INSERT, Arrays-style mixing).
@@ -216,40 +217,40 @@ class FetchRouter:
 
     def __init__(
         self,
-        group_by: str,
+        mode: str,
         max_parallelism: int,
         resolver: AddressResolver | None = None,
         cache_size: int = 100_000,
     ) -> None:
-        if group_by not in GROUP_BY_MODES:
-            raise ValueError(f"group_by: {group_by!r} is not one of {', '.join(GROUP_BY_MODES)}")
-        if group_by == "ip" and resolver is None:
-            raise ValueError("group_by ip needs an address resolver")
-        self._group_by = group_by
+        if mode not in ROUTING_MODES:
+            raise ValueError(f"routing mode {mode!r} is not one of {', '.join(ROUTING_MODES)}")
+        if mode == "ip" and resolver is None:
+            raise ValueError("routing by ip needs an address resolver")
+        self._mode = mode
         self._max_parallelism = max_parallelism
         self._resolver = resolver
         self._cache: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._cache_size = cache_size
-        if group_by == "domain":
+        if mode == "domain":
             from crawl.scope import registered_domain  # scope imports config, as this does
 
             self._domain_of = registered_domain
 
     @property
-    def group_by(self) -> str:
-        return self._group_by
+    def mode(self) -> str:
+        return self._mode
 
     def keys(self, hosts: Iterable[str], routes: KeyStore | None = None) -> dict[str, str]:
         """The key of each of ``hosts``; under ``ip``, keys not in ``routes`` are made (the new
         names resolved together) and added to it."""
         hosts = list(dict.fromkeys(hosts))
-        if self._group_by == "host":
+        if self._mode == "host":
             return {host: host for host in hosts}
         keys: dict[str, str] = {}
         missing = []
         for host in hosts:
             key = self._cached(host)
-            if key is None and routes is not None and self._group_by == "ip":
+            if key is None and routes is not None and self._mode == "ip":
                 key = routes.get(host)
                 if key is not None:
                     self._remember(host, key)
@@ -259,7 +260,7 @@ class FetchRouter:
                 keys[host] = key
         if not missing:
             return keys
-        if self._group_by == "domain":
+        if self._mode == "domain":
             groups: Mapping[str, str | None] = {host: self._domain_of(host) for host in missing}
         else:
             assert self._resolver is not None
@@ -268,7 +269,7 @@ class FetchRouter:
             key = self.key_for(host, groups.get(host))
             keys[host] = key
             self._remember(host, key)
-            if routes is not None and self._group_by == "ip":
+            if routes is not None and self._mode == "ip":
                 routes[host] = key
         return keys
 

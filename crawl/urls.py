@@ -60,6 +60,7 @@ __all__ = [
     "UrlNormalizer",
     "host_of",
     "normalize",
+    "parent_directories",
     "resolve",
     "vnode_of",
 ]
@@ -507,6 +508,24 @@ def host_of(url: str) -> str:
     end = url.find("/", start)
     netloc = url[start:] if end < 0 else url[start:end]
     return netloc.rpartition("@")[2]
+
+
+def parent_directories(url: str) -> list[str]:
+    """The directories above a normalised URL's path, nearest first, the root last, without
+    query: ``http://h/a/b/c?x`` gives ``http://h/a/b/``, ``http://h/a/``, ``http://h/``
+    (path-ascending discovery). A URL at the root has none."""
+    start = url.index("//") + 2
+    slash = url.find("/", start)
+    if slash < 0:
+        return []
+    origin = url[:slash]
+    path = url[slash:].partition("?")[0].partition("#")[0]
+    parents = []
+    end = path.rstrip("/").rfind("/") if path.endswith("/") else path.rfind("/")
+    while end >= 0:
+        parents.append(origin + path[: end + 1])
+        end = path.rfind("/", 0, end)
+    return parents
 
 
 def vnode_of(host: str, vnodes: int) -> int:

@@ -44,7 +44,7 @@ MIN_IDLE_SECONDS = 5.0
 BUDGET_QUIET_SECONDS = 3.0
 STOP_ATTEMPTS = 3
 #: Fixed settings recorded only by later versions, with the value earlier crawls had.
-FIXED_BEFORE_RECORDED = {"politeness.group_by": "host"}
+FIXED_BEFORE_RECORDED = {"fetch routing": "host"}
 _POLL_SECONDS = 0.5
 
 
@@ -236,7 +236,7 @@ def run_local_crawl(
         "crawldb.partitions": config.crawldb.partitions,
         "vnode key": VNODE_KEY,
         # It decides each host's key in the fetch stage, where its queue is kept.
-        "politeness.group_by": config.politeness.group_by,
+        "fetch routing": config.politeness.fetch_routing,
         **config.urls.fixed(),
     }
     restore_from = None

@@ -15,8 +15,8 @@ DRUM of that moment; the DRUM's files are immutable):
 3. ``drum_history``: ValueState, the files recent merges dropped, kept for the retained
    checkpoints until ``crawldb.file_grace_seconds`` have passed;
 4. ``admission``: MapState, the counters of the admission budgets (:mod:`crawl.admission`);
-5. ``fetch_keys``: MapState host -> fetch key, under ``politeness.group_by: ip`` only (a host
-   keeps the key of the address it first resolved to).
+5. ``fetch_keys``: MapState host -> fetch key, when hosts are grouped by IP address only (a
+   host keeps the key of the address it first resolved to).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._output_dir = output_dir
         self._section = config.crawldb
         self._admission_section = config.admission
-        self._group_by = config.politeness.group_by
+        self._routing = config.politeness.fetch_routing
         self._vnodes = config.crawl.vnodes
         self._connect_to = config.fetch.connect_to_rules
         self._dns_timeout = config.fetch.connect_timeout_seconds
@@ -75,10 +75,10 @@ class CrawlDbFunction(KeyedProcessFunction):
             MapStateDescriptor("fetch_keys", Types.STRING(), Types.STRING())
         )
         resolver = (
-            AddressResolver(self._connect_to, self._dns_timeout) if self._group_by == "ip"
+            AddressResolver(self._connect_to, self._dns_timeout) if self._routing == "ip"
             else None
         )
-        self._router = FetchRouter(self._group_by, self._vnodes, resolver)
+        self._router = FetchRouter(self._routing, self._vnodes, resolver)
         layout = OutputLayout(self._output_dir)
         self._root = str(layout.crawldb)
         self._flush_ms = int(self._section.flush_seconds * 1000)
@@ -171,7 +171,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         for name, amount in answer.counts.items():
             self._status.count(name, amount)
         requests = answer.requests
-        if requests and self._router.group_by != "host":
+        if requests and self._router.mode != "host":
             keys = self._router.keys(
                 (host for host, _ in requests), _MapStateRoutes(self._fetch_keys)
             )

@@ -43,7 +43,7 @@ from crawl.fetcher import HttpFetcher, IoLoop
 from crawl.frontier import HostQueue
 from crawl.layout import OutputLayout
 from crawl.model import FetchResult
-from crawl.politeness import PolitenessGroups, poll_delay_ms
+from crawl.politeness import DomainQuota, PolitenessGroups, poll_delay_ms
 from crawl.progress import RunningMean, StageStatus
 from crawl.robots import RobotsRecord
 from crawl.routing import group_of_key, host_of_key
@@ -126,6 +126,11 @@ class FetchFunction(KeyedProcessFunction):
         )
         self._groups = (
             PolitenessGroups(config.politeness) if config.politeness.group_by != "host" else None
+        )
+        politeness = config.politeness
+        self._quota = (
+            DomainQuota(politeness.domain_quota_pages, politeness.domain_quota_seconds)
+            if politeness.domain_quota_pages else None
         )
         # robots.txt redirects are followed by the client, spaced like any requests.
         self._hop_spacing = (
@@ -222,6 +227,9 @@ class FetchFunction(KeyedProcessFunction):
         groups = self._groups
         group = group_of_key(key)
         hold = groups.hold_until_ms(group, host, now) if groups is not None else 0
+        quota = self._quota
+        if quota is not None:  # the key's group is the registered domain (fetch_routing)
+            hold = max(hold, quota.hold_until_ms(group, now))
         wake = self._scheduler.wake(host, state, in_flight, now, hold)
         if in_flight is not None and in_flight.done():
             del self._in_flight[host]
@@ -233,6 +241,8 @@ class FetchFunction(KeyedProcessFunction):
             if groups is not None:
                 groups.started(group, host)
             order = wake.start
+            if quota is not None and order.kind != LEASE_ROBOTS:
+                quota.started(group, now)
             self._in_flight[host] = self._io.submit(
                 self._fetcher.fetch(
                     order.url,

@@ -77,6 +77,7 @@ class ProcessFunction(FlatMapFunction):
             policy=config.scope.policy(),
             normalizer=config.urls.normalizer(),
             sitemaps=config.sitemaps,
+            path_ascending=config.scope.path_ascending,
         )
 
 

@@ -210,3 +210,33 @@ def test_grouped_hosts_take_turns_across_fetch_subtasks(tmp_path: Path, group_by
             f"{current.url} started {current.start - previous.end:.3f}s after "
             f"{previous.url} ended"
         )
+
+
+def test_a_domain_quota_bounds_the_pages_of_a_domain_in_every_window(tmp_path: Path) -> None:
+    """``politeness.domain_quota_pages``: the synthetic web is one registered domain, so across
+    all its hosts (and both subtasks' worth of hosts) at most that many page requests start in
+    any window of ``domain_quota_seconds``, as the server's log shows; the crawl still ends."""
+    pages, seconds = 8, 3.0
+    config = WebConfig(seed=3, hosts=6, pages_per_host=5)
+    with SyntheticWebServer(config, tmp_path / "requests.jsonl") as server:
+        seeds = server.web.seeds()
+        process, summary = run_crawl(
+            tmp_path, seeds, server.proxy_url,
+            "--delay", "0.05", "--idle-seconds", "6", "--parallelism", "2",
+            "--set", f"politeness.domain_quota_pages={pages}",
+            "--set", f"politeness.domain_quota_seconds={seconds}",
+            "--set", "politeness.backoff_base_seconds=0.5",
+        )
+        assert process.returncode == 0, process.stderr[-3000:]
+        assert summary["stop_reason"] == "idle"
+        records = sorted(server.request_log(), key=lambda r: r.start)
+        expected = server.web.expected_crawl(seeds, TOKEN)
+    assert audit_log(records, expected, min_delay=0.05) == []
+    starts = [r.start for r in records if r.path != "/robots.txt"]
+    assert len(starts) > 3 * pages  # the quota was reached several times
+    tolerance = 0.05
+    for first, next_after_quota in zip(starts, starts[pages:], strict=False):
+        assert next_after_quota - first >= seconds - tolerance
+    # ...and it was the quota that paced the crawl, not something slower.
+    gaps = [b - a for a, b in zip(starts, starts[pages:], strict=False)]
+    assert min(gaps) < seconds + 1.0

@@ -54,10 +54,10 @@ def test_settings_fixed_for_the_crawls_life_are_checked(tmp_path: Path) -> None:
     with pytest.raises(FixedSettingsError, match=r"^crawldb\.partitions: .*started with 16.*got 8"):
         layout.check_fixed_settings({"crawl.vnodes": 256, "crawldb.partitions": 8})
     # A setting recorded only by later versions: a crawl that predates it had the implied value.
-    implied = {"politeness.group_by": "host"}
-    layout.check_fixed_settings({"politeness.group_by": "host"}, implied=implied)
-    with pytest.raises(FixedSettingsError, match=r"^politeness\.group_by: .*started with host"):
-        layout.check_fixed_settings({"politeness.group_by": "ip"}, implied=implied)
+    implied = {"fetch routing": "host"}
+    layout.check_fixed_settings({"fetch routing": "host"}, implied=implied)
+    with pytest.raises(FixedSettingsError, match=r"^fetch routing: .*started with host"):
+        layout.check_fixed_settings({"fetch routing": "ip"}, implied=implied)
     layout.fixed_settings.write_text("{oops", encoding="utf-8")
     with pytest.raises(FixedSettingsError, match="unreadable"):
         layout.check_fixed_settings({"crawl.vnodes": 256})

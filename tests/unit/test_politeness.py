@@ -15,6 +15,7 @@ from crawl.config import ConfigError, PolitenessSection, load_config
 from crawl.politeness import (
     MAX_FAILURES,
     BackOff,
+    DomainQuota,
     PolitenessGroups,
     Signal,
     back_off,
@@ -575,6 +576,11 @@ def test_backoff_defaults() -> None:
         ({"politeness.suspend_seconds": "inf"}, r"^politeness\.suspend_seconds"),
         ({"politeness.max_fetch_attempts": "0"}, r"^politeness\.max_fetch_attempts"),
         ({"politeness.max_fetch_attempts": "101"}, r"^politeness\.max_fetch_attempts"),
+        ({"politeness.group_by": "subnet"}, r"^politeness\.group_by: must be host, domain or ip"),
+        ({"politeness.domain_quota_pages": "-1"}, r"^politeness\.domain_quota_pages"),
+        ({"politeness.domain_quota_seconds": "0"}, r"^politeness\.domain_quota_seconds"),
+        ({"politeness.domain_quota_pages": "5", "politeness.group_by": "ip"},
+         r"^politeness\.domain_quota_pages: needs group_by host or domain"),
     ],
 )
 def test_backoff_settings_are_validated(overrides: dict[str, str], message: str) -> None:
@@ -590,6 +596,22 @@ def test_backoff_settings_override() -> None:
 
     assert (config.backoff_base_seconds, config.suspend_after_failures,
             config.max_fetch_attempts) == (0.0, 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "routing"),
+    [
+        ({}, "host"),
+        ({"politeness.group_by": "domain"}, "domain"),
+        ({"politeness.group_by": "ip"}, "ip"),
+        ({"politeness.domain_quota_pages": "100"}, "domain"),  # the quota needs the domain
+        ({"politeness.domain_quota_pages": "100", "politeness.group_by": "domain"}, "domain"),
+    ],
+)
+def test_the_fetch_routing_keeps_together_what_must_be(
+    overrides: dict[str, str], routing: str
+) -> None:
+    assert load_config(None, overrides).politeness.fetch_routing == routing
 
 
 @pytest.mark.parametrize(
@@ -659,3 +681,47 @@ def test_run_out_groups_are_forgotten_past_the_limit() -> None:
     groups.started("h0.test", "h0.test")
     groups.hold_until_ms("new.test", "new.test", 2_000)
     assert len(groups) == 2  # h0 (in flight) and the new one
+
+
+# -- domain quota ---------------------------------------------------------------------------
+
+
+def test_a_domain_quota_holds_over_every_window() -> None:
+    quota = DomainQuota(pages=3, seconds=10.0)
+    assert quota.hold_until_ms("example.org", 0) == 0
+    for at in (0, 1_000, 2_000):
+        assert quota.hold_until_ms("example.org", at) == 0
+        quota.started("example.org", at)
+    # The fourth waits until the first leaves the window, the fifth until the second does.
+    assert quota.hold_until_ms("example.org", 2_500) == 10_000
+    assert quota.hold_until_ms("example.com", 2_500) == 0  # another domain
+    assert quota.hold_until_ms("example.org", 10_000) == 0
+    quota.started("example.org", 10_000)
+    assert quota.hold_until_ms("example.org", 10_500) == 11_000
+
+
+def test_the_quota_holds_for_any_start_pattern() -> None:
+    import random
+
+    rng = random.Random(5)
+    quota = DomainQuota(pages=5, seconds=2.0)
+    now, starts = 0, []
+    while len(starts) < 200:
+        now += rng.choice((1, 10, 100, 700))
+        hold = quota.hold_until_ms("d.test", now)
+        if hold:
+            assert hold > now
+            now = hold if rng.random() < 0.5 else now
+            continue
+        quota.started("d.test", now)
+        starts.append(now)
+    for first, sixth in zip(starts, starts[5:], strict=False):
+        assert sixth - first >= 2_000  # never six starts within two seconds
+
+
+def test_domains_out_of_their_window_are_forgotten() -> None:
+    quota = DomainQuota(pages=2, seconds=1.0)
+    for n in range(3000):
+        quota.started(f"d{n}.test", n)
+    assert len(quota) < 2100  # swept as new domains came
+    assert quota.hold_until_ms("d2999.test", 5_000) == 0

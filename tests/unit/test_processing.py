@@ -185,6 +185,49 @@ def test_the_url_policy_turns_links_away_and_counts_why(tmp_path: Path) -> None:
     status.close()
 
 
+def test_path_ascending_sends_the_directories_above_a_page_that_answered(
+    tmp_path: Path,
+) -> None:
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    policy = UrlPolicy(max_depth=2)
+    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.p", policy=policy,
+                                   path_ascending=True)
+    deep = "http://a.test/x/y/z.html?q=1"
+    result = FetchResult(url=deep, status=Status.HTTP_ERROR, reason="http:404", http_status=404,
+                         started_ms=1, hops="L", via="http://a.test/")
+    found = _found(page_processor.process(result))
+    assert found == [
+        ("http://a.test/", "LI", deep),
+        ("http://a.test/x/", "LI", deep),
+        ("http://a.test/x/y/", "LI", deep),
+    ]
+    assert status.counters["links.inferred"] == 3
+    # Inferred URLs are one hop deeper and pass the same policy (here: too deep).
+    result = FetchResult(url=deep, status=Status.FETCHED, reason="", http_status=200,
+                         started_ms=2, hops="LL", via="http://a.test/x/")
+    assert _found(page_processor.process(result)) == []
+    assert status.counters["links.rejected.scope:too-deep"] == 3
+    # No response, no inference: the host may not exist.
+    result = FetchResult(url="http://c.test/a/b", status=Status.FETCH_ERROR,
+                         reason="dns:unresolved", started_ms=3, hops="L")
+    assert _found(page_processor.process(result)) == []
+    warc.close()
+    log.close()
+    status.close()
+
+
+def test_without_path_ascending_no_directory_is_inferred(
+    processor: tuple[PageProcessor, Path],
+) -> None:
+    page_processor, _ = processor
+    found = [url for group, _ in _lines_by_vnode(page_processor.process(_html_result())).values()
+             for url, _, _ in group]
+    assert "http://a.test/dir/" not in found
+    assert "http://a.test/" not in found
+
+
 # -- sitemaps ---------------------------------------------------------------------------------
 
 

@@ -193,7 +193,7 @@ def test_a_failing_lookup_is_no_address() -> None:
 
 
 def test_unknown_modes_are_refused() -> None:
-    with pytest.raises(ValueError, match="group_by"):
+    with pytest.raises(ValueError, match="routing mode"):
         FetchRouter("subnet", 256)
     with pytest.raises(ValueError, match="resolver"):
         FetchRouter("ip", 256)

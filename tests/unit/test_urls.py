@@ -18,6 +18,7 @@ from crawl.urls import (
     UrlNormalizer,
     host_of,
     normalize,
+    parent_directories,
     resolve,
     vnode_of,
 )
@@ -681,3 +682,23 @@ def test_fuzz_resolve_gives_fixed_points_of_normalize(base: str, href: str) -> N
     assert resolved == _result(_UNCACHED.resolve, base, href)
     if resolved is not None:
         assert normalize(resolved) == resolved
+        # Path-ascending discovery makes canonical URLs of the same origin from it.
+        for parent in parent_directories(resolved):
+            assert normalize(parent) == parent
+            assert host_of(parent) == host_of(resolved)
+
+
+PARENT_DIRECTORIES = [
+    ("http://h.test/a/b/c?x=1", ["http://h.test/a/b/", "http://h.test/a/", "http://h.test/"]),
+    ("http://h.test/a/b/", ["http://h.test/a/", "http://h.test/"]),
+    ("http://h.test/a", ["http://h.test/"]),
+    ("http://h.test/", []),
+    ("http://h.test/?q=/a/b", []),
+    ("https://h.test:8443/a//b", ["https://h.test:8443/a//", "https://h.test:8443/a/",
+                                  "https://h.test:8443/"]),
+]
+
+
+@pytest.mark.parametrize(("url", "expected"), PARENT_DIRECTORIES)
+def test_parent_directories(url: str, expected: list[str]) -> None:
+    assert parent_directories(url) == expected
