@@ -77,6 +77,11 @@ class OutputLayout:
         return self.root / "summary.json"
 
     @property
+    def index(self) -> Path:
+        """The CDXJ index of every WARC file (crawl/cdxj.py)."""
+        return self.root / "index.cdxj"
+
+    @property
     def fixed_settings(self) -> Path:
         return self.root / "crawl.json"
 

@@ -42,6 +42,9 @@ class CrawlSummary:
     stop_reason: str = ""
     savepoint: str = ""
     warc_files: list[str] = dataclasses.field(default_factory=list)
+    #: The CDXJ index of the WARC files and its line count (captures).
+    cdxj_index: str = ""
+    cdxj_lines: int = 0
     crawl_logs: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -93,6 +96,7 @@ class CrawlSummary:
         lines += [
             f"  WARC files      {len(self.warc_files)} in "
             f"{Path(self.warc_files[0]).parent if self.warc_files else '-'}",
+            f"  CDXJ index      {self.cdxj_lines} captures in {self.cdxj_index or '-'}",
             f"  crawl log       {', '.join(self.crawl_logs) or '-'}",
         ]
         if self.savepoint:

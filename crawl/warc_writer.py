@@ -62,10 +62,12 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from crawl.cdxj import FileIndex, cdxj_line, mime_of
 from crawl.model import FetchResult
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
+    "EncodedPair",
     "RecoveredFile",
     "WarcFileError",
     "WarcFileWriter",
@@ -213,6 +215,26 @@ def _http_version(result: FetchResult) -> str:
     return version if version.upper().startswith("HTTP/") else f"HTTP/{version}"
 
 
+@dataclasses.dataclass(frozen=True)
+class EncodedPair:
+    """A response/request pair as gzip members, and the response's fields for the index."""
+
+    response: bytes
+    request: bytes
+    payload_digest: str
+    warc_date: str
+    target_uri: str
+    content_type: str | None
+
+
+def _content_type(result: FetchResult) -> str | None:
+    """The stored response's first Content-Type value as a reader parses it back."""
+    for name, value in _stored_response_headers(result):
+        if _one_line(name).strip().lower() == "content-type":
+            return _wire_bytes(_one_line(value)).decode("utf-8", "replace").strip()
+    return None
+
+
 class WarcRecordFactory:
     """Builds WARC/1.1 records (warcio ``ArcWarcRecord``) from fetch results.
 
@@ -273,6 +295,11 @@ class WarcRecordFactory:
         test holds them equal), written without warcio's record objects: 110 us instead of
         170 us for a 1 KB page (compression and digests are most of what is left).
         """
+        pair = self.encode_pair_members(result, compress_level)
+        return pair.response + pair.request, pair.payload_digest
+
+    def encode_pair_members(self, result: FetchResult, compress_level: int = 6) -> EncodedPair:
+        """:meth:`encode_pair`, its two gzip members apart, with what the index needs."""
         if result.http_status <= 0:
             raise ValueError(f"no HTTP response to archive for {result.url!r} "
                              f"(status {result.status.value}, http_status {result.http_status})")
@@ -312,7 +339,8 @@ class WarcRecordFactory:
             ))
             compressor = zlib.compressobj(compress_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
             members.append(compressor.compress(record) + compressor.flush())
-        return b"".join(members), payload_digest
+        return EncodedPair(members[0], members[1], payload_digest, iso_timestamp_ms(started_ms),
+                           escape_uri(result.url), _content_type(result))
 
     def warcinfo(self, filename: str, fields: Mapping[str, str]) -> ArcWarcRecord:
         """A ``warcinfo`` record for file ``filename`` whose block lists ``fields`` in order.
@@ -398,7 +426,8 @@ class WarcFileWriter:
                  warcinfo: Mapping[str, str] | None = None, *,
                  clock: Callable[[], int] = wall_clock_ms,
                  new_record_id: Callable[[], str] = random_record_id,
-                 compress_level: int = 6) -> None:
+                 compress_level: int = 6,
+                 index: bool = True) -> None:
         if max_file_bytes <= 0:
             raise ValueError(f"max_file_bytes must be positive, got {max_file_bytes}")
         if subtask_index < 0:
@@ -425,6 +454,7 @@ class WarcFileWriter:
         self._final_path = ""
         self._size = 0
         self._pairs = 0
+        self._index = FileIndex() if index else None
 
     @property
     def current_path(self) -> str | None:
@@ -438,16 +468,25 @@ class WarcFileWriter:
         ``result`` has no HTTP response. If the disk write fails, the file is cut back to its
         last complete pair and finalised, and the error propagates.
         """
-        data, digest = self._factory.encode_pair(result, self._compress_level)
-        if self._file is not None and self._pairs and self._size + len(data) > self._max_file_bytes:
+        pair = self._factory.encode_pair_members(result, self._compress_level)
+        size = len(pair.response) + len(pair.request)
+        if self._file is not None and self._pairs and self._size + size > self._max_file_bytes:
             self._finish_file()
         if self._file is None:
             self._start_file()
-        self._append(data)
+        offset = self._size
+        self._append(pair.response + pair.request)
         self._pairs += 1
+        if self._index is not None:
+            self._index.add(cdxj_line(
+                pair.target_uri, pair.warc_date, mime=mime_of(pair.content_type),
+                status=str(result.http_status), digest=pair.payload_digest,
+                length=len(pair.response), offset=offset,
+                filename=os.path.basename(self._final_path),
+            ))
         if self._size >= self._max_file_bytes:
             self._finish_file()
-        return digest
+        return pair.payload_digest
 
     def close(self) -> None:
         """Finalise the current file, if any. The writer may be used again afterwards."""
@@ -479,6 +518,8 @@ class WarcFileWriter:
         self._file = open(self._final_path + OPEN_SUFFIX, "xb", buffering=0)
         self._size = 0
         self._pairs = 0
+        if self._index is not None:
+            self._index.clear()
         self._append(encode_records([self._factory.warcinfo(name, self._warcinfo_fields)],
                                     self._compress_level))
 
@@ -519,6 +560,13 @@ class WarcFileWriter:
         finally:
             file.close()
         os.rename(self._final_path + OPEN_SUFFIX, self._final_path)
+        if self._index is not None:
+            try:
+                self._index.write(self._final_path)
+            except OSError:
+                # The WARC file is complete; build_index indexes a file without an index.
+                log.exception("could not write the index of %s", self._final_path)
+                self._index.clear()
 
 
 class WarcFileError(Exception):

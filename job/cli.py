@@ -85,7 +85,24 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--hosts", type=int, default=30, help="hosts in the synthetic web")
     demo.add_argument("--web-seed", type=int, default=1, help="random seed of the synthetic web")
     _add_crawl_options(demo)
+    index = commands.add_parser(
+        "index", help="(re)write the CDXJ index of a crawl's WARC files (out/index.cdxj)"
+    )
+    index.add_argument("--out", type=Path, required=True, help="the crawl's output directory")
     return parser
+
+
+def _index(out: Path) -> int:
+    from crawl.cdxj import build_index
+    from crawl.layout import OutputLayout
+
+    layout = OutputLayout(out)
+    if not layout.warc.is_dir():
+        print(f"no WARC files in {layout.warc}", file=sys.stderr)
+        return 1
+    lines = build_index(layout.warc, layout.index)
+    print(f"{lines} captures in {layout.index}")
+    return 0
 
 
 def _overrides(args: argparse.Namespace, defaults: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     from job.launcher import CrawlError
 
+    if args.command == "index":
+        return _index(args.out)
     try:
         if args.command == "crawl":
             config = load_config(args.config, _overrides(args, {}))

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 import yaml
 
 from crawl.budget import PageBudget
+from crawl.cdxj import build_index
 from crawl.config import Config
 from crawl.crawldb import minimum_file_grace_seconds
 from crawl.layout import FixedSettingsError, OutputLayout
@@ -297,6 +298,12 @@ def run_local_crawl(
     summary.urls_known = int(figures.gauge("crawldb.known"))
     summary.links_rejected.update(figures.with_prefix("process.links.rejected."))
     summary.warc_files = sorted(str(p) for p in layout.warc.glob("*.warc.gz"))
+    try:
+        summary.cdxj_lines = build_index(layout.warc, layout.index)
+        summary.cdxj_index = str(layout.index)
+    except Exception as error:  # noqa: BLE001 - the crawl is done; the index can be rebuilt
+        print(f"could not write the CDXJ index: {error} (run: python -m job index "
+              f"--out {layout.root})", file=out)
     summary.crawl_logs = sorted(str(p) for p in layout.logs.glob("crawl-*.log"))
     layout.summary.write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")
     print(summary.render(), file=out, flush=True)

@@ -93,7 +93,8 @@ def warcio_records(path: str | os.PathLike[str]) -> list[tuple[dict[str, str], b
 
 
 def finished_files(directory: str | os.PathLike[str]) -> list[str]:
-    return sorted(os.path.join(directory, name) for name in os.listdir(directory))
+    return sorted(os.path.join(directory, name) for name in os.listdir(directory)
+                  if name.endswith(".warc.gz"))
 
 
 def test_record_pair_golden_bytes() -> None:
@@ -353,7 +354,10 @@ def test_file_is_open_while_written_and_renamed_on_close(tmp_path: os.PathLike[s
     assert verify_warc_file(open_path)  # every pair is complete on disk as soon as written
     writer.close()
     writer.close()
-    assert os.listdir(tmp_path) == [os.path.basename(open_path).removesuffix(".open")]
+    final_name = os.path.basename(open_path).removesuffix(".open")
+    # The completed file gets its CDXJ index next to it (crawl/cdxj.py).
+    assert sorted(os.listdir(tmp_path)) == [final_name.removesuffix(".warc.gz") + ".cdxj",
+                                            final_name]
 
 
 def test_serial_continues_after_a_restart(tmp_path: os.PathLike[str]) -> None:
@@ -363,7 +367,7 @@ def test_serial_continues_after_a_restart(tmp_path: os.PathLike[str]) -> None:
     with WarcFileWriter(tmp_path, "crawl", 2, clock=lambda: NOW_MS) as writer:
         writer.write(fetch_result())
 
-    assert sorted(os.listdir(tmp_path)) == [
+    assert sorted(name for name in os.listdir(tmp_path) if name.endswith(".warc.gz")) == [
         "crawl-20261122042140000-00001-00000.warc.gz",
         "crawl-20261122042140000-00001-00001.warc.gz",
         "crawl-20261122042140000-00002-00000.warc.gz",
@@ -400,7 +404,8 @@ def test_failed_disk_write_keeps_the_file_readable(tmp_path: os.PathLike[str],
 
 def crashed_file(directory: os.PathLike[str], pairs: int, subtask: int = 0) -> str:
     """A finished file renamed back to ``.open``, as if its writer had died after ``pairs``."""
-    with WarcFileWriter(directory, "crawl", subtask) as writer:
+    # A writer that died wrote no index either.
+    with WarcFileWriter(directory, "crawl", subtask, index=False) as writer:
         for n in range(pairs):
             writer.write(fetch_result(url=f"https://example.com/{n}", body=os.urandom(3000)))
     [path] = [p for p in finished_files(directory)
