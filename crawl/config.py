@@ -297,6 +297,7 @@ class WarcSection:
     prefix: str = "crawl"
     max_file_bytes: int = 1_000_000_000
     operator: str = ""
+    metadata_records: bool = True
 
     def _validate(self) -> None:
         if not self.prefix or not all(c.isalnum() or c in "-_." for c in self.prefix):

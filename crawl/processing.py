@@ -1,15 +1,18 @@
 """The process stage's work on one fetch outcome: archive it, log it, route what it found.
 
 For every outcome :class:`PageProcessor` writes the WARC request/response pair (when there was
-an HTTP response), one crawl log line, and returns the loop lines to send round: the page's
-outlinks (or its redirect target) grouped by vnode, plus the page's own outcome in the line of
-its own vnode, for the crawl DB. Links this subtask sent lately are dropped first
-(:class:`RecentUrls`), then the URL policy (:mod:`crawl.scope`) decides which enter the crawl.
+an HTTP response, with a ``metadata`` record), one crawl log line, and returns the loop lines
+to send round: the page's outlinks (or its redirect target) grouped by vnode, plus the page's
+own outcome in the line of its own vnode, for the crawl DB. Links this subtask sent lately are
+dropped first (:class:`RecentUrls`), then the URL policy (:mod:`crawl.scope`) decides which
+enter the crawl.
 Each line gets a unique id: ``producer_id`` (unique per subtask attempt) and a sequence number.
 robots.txt fetches (hop ``P``, the prerequisite of a host) are archived and logged but are not
 pages: they have no outcome in the crawl DB, and their only loop lines carry the sitemaps their
 ``Sitemap:`` lines name (hop ``S``). A sitemap document (:mod:`crawl.sitemaps`) is read as one:
-its child sitemaps (``S``) and listed URLs (``M``) are what it found. With
+its child sitemaps (``S``) and listed URLs (``M``) are what it found. Each archived response
+gets a ``metadata`` record next to it (:func:`metadata_fields`: via, hops, fetch time and the
+URLs it led to). With
 ``scope.path_ascending`` a page that answered also brings the directories above it (hop ``I``).
 """
 
@@ -82,6 +85,7 @@ class PageProcessor:
         normalizer: UrlNormalizer = DEFAULT_NORMALIZER,
         sitemaps: SitemapsSection | None = None,
         path_ascending: bool = False,
+        metadata_records: bool = True,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -94,29 +98,35 @@ class PageProcessor:
         self._normalizer = normalizer
         self._sitemaps = sitemaps if sitemaps is not None and sitemaps.enabled else None
         self._path_ascending = path_ascending
+        self._metadata_records = metadata_records
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
         status = self._status
+        robots = result.hops.endswith(PREREQUISITE_HOP)
+        if robots:
+            found = self._robots_sitemaps(result)
+        else:
+            found = self._outlinks(result)
+            if (self._path_ascending and result.http_status > 0
+                    and not is_sitemap_hops(result.hops)):
+                parents = parent_directories(result.url)
+                status.count("links.inferred", len(parents))
+                hops = result.hops + INFERRED_HOP
+                found += [(parent, hops, result.url) for parent in parents]
         digest = ""
         if result.http_status > 0:
-            digest = self._warc.write(result)
+            metadata = metadata_fields(result, found) if self._metadata_records else None
+            digest = self._warc.write(result, metadata)
             status.count("warc.pairs")
             status.count("bytes", len(result.body))
         elif result.body:
             digest = sha1_digest(result.body)
         self._log.log(result, payload_digest=digest)
-        if result.hops.endswith(PREREQUISITE_HOP):
+        if robots:
             status.count(f"robots.{result.status.value}")
-            found = self._robots_sitemaps(result)
             return self._route(found, None, "") if found else []
         status.count(f"pages.{result.status.value}")
-        found = self._outlinks(result)
-        if self._path_ascending and result.http_status > 0 and not is_sitemap_hops(result.hops):
-            parents = parent_directories(result.url)
-            status.count("links.inferred", len(parents))
-            hops = result.hops + INFERRED_HOP
-            found += [(parent, hops, result.url) for parent in parents]
         done: DoneEvent = (
             result.url,
             result.status.value,
@@ -253,6 +263,20 @@ class PageProcessor:
             self._status.count(f"links.rejected.{reason}", count)
         hops = result.hops + "L"
         return [(url, hops, result.url) for url in parsed.urls if url != result.url]
+
+
+def metadata_fields(result: FetchResult, found: list[FoundUrl]) -> list[tuple[str, str]]:
+    """The fields of a response's WARC ``metadata`` record, as Heritrix writes them: how the
+    URL was reached, how long the fetch took, and every URL it led to with its hop (before the
+    URL policy: what the page links to, not what the crawl took)."""
+    fields = []
+    if result.via:
+        fields.append(("via", result.via))
+    if result.hops:
+        fields.append(("hopsFromSeed", result.hops))
+    fields.append(("fetchTimeMs", str(result.duration_ms)))
+    fields += [("outlink", f"{url} {hops[-1:] or '-'}") for url, hops, _ in found]
+    return fields
 
 
 def _host(url: str) -> str:

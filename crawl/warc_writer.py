@@ -225,6 +225,7 @@ class EncodedPair:
     warc_date: str
     target_uri: str
     content_type: str | None
+    response_id: str
 
 
 def _content_type(result: FetchResult) -> str | None:
@@ -340,7 +341,25 @@ class WarcRecordFactory:
             compressor = zlib.compressobj(compress_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
             members.append(compressor.compress(record) + compressor.flush())
         return EncodedPair(members[0], members[1], payload_digest, iso_timestamp_ms(started_ms),
-                           escape_uri(result.url), _content_type(result))
+                           escape_uri(result.url), _content_type(result), response_id)
+
+    def encode_metadata(self, pair: EncodedPair, fields: Iterable[tuple[str, str]],
+                        compress_level: int = 6) -> bytes:
+        """A ``metadata`` record about the response of ``pair`` (same target URI and date,
+        ``WARC-Concurrent-To`` it) whose ``application/warc-fields`` block lists ``fields``
+        in order, gzipped as one member."""
+        block = "".join(f"{_one_line(name).strip()}: {_one_line(value)}\r\n"
+                        for name, value in fields).encode("utf-8", "replace")
+        head = (f"{WARC_VERSION}\r\nWARC-Type: metadata\r\n"
+                f"WARC-Record-ID: {self._new_record_id()}\r\n"
+                f"WARC-Date: {pair.warc_date}\r\n"
+                f"WARC-Target-URI: {pair.target_uri}\r\n"
+                f"WARC-Concurrent-To: {pair.response_id}\r\n"
+                f"WARC-Block-Digest: {sha1_digest(block)}\r\n"
+                "Content-Type: application/warc-fields\r\n"
+                f"Content-Length: {len(block)}\r\n\r\n")
+        compressor = zlib.compressobj(compress_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return compressor.compress(head.encode() + block + b"\r\n\r\n") + compressor.flush()
 
     def warcinfo(self, filename: str, fields: Mapping[str, str]) -> ArcWarcRecord:
         """A ``warcinfo`` record for file ``filename`` whose block lists ``fields`` in order.
@@ -461,21 +480,25 @@ class WarcFileWriter:
         """The ``.open`` path being written, or None between files."""
         return self._final_path + OPEN_SUFFIX if self._file is not None else None
 
-    def write(self, result: FetchResult) -> str:
-        """Append the response/request pair of ``result``, opening or rolling files as needed.
+    def write(self, result: FetchResult,
+              metadata: Iterable[tuple[str, str]] | None = None) -> str:
+        """Append the response/request pair of ``result`` (and, given ``metadata`` fields, a
+        metadata record about the response), opening or rolling files as needed.
 
         Returns the payload digest (``sha1:BASE32``) of the response. Raises ValueError when
         ``result`` has no HTTP response. If the disk write fails, the file is cut back to its
         last complete pair and finalised, and the error propagates.
         """
         pair = self._factory.encode_pair_members(result, self._compress_level)
-        size = len(pair.response) + len(pair.request)
+        extra = (self._factory.encode_metadata(pair, metadata, self._compress_level)
+                 if metadata is not None else b"")
+        size = len(pair.response) + len(pair.request) + len(extra)
         if self._file is not None and self._pairs and self._size + size > self._max_file_bytes:
             self._finish_file()
         if self._file is None:
             self._start_file()
         offset = self._size
-        self._append(pair.response + pair.request)
+        self._append(pair.response + pair.request + extra)
         self._pairs += 1
         if self._index is not None:
             self._index.add(cdxj_line(

@@ -78,6 +78,7 @@ class ProcessFunction(FlatMapFunction):
             normalizer=config.urls.normalizer(),
             sitemaps=config.sitemaps,
             path_ascending=config.scope.path_ascending,
+            metadata_records=config.warc.metadata_records,
         )
 
 

@@ -326,3 +326,63 @@ def test_a_page_listed_in_a_sitemap_is_parsed_as_a_page(
     result.hops = "SM"
     found = _found(page_processor.process(result))
     assert ("http://a.test/dir/other", "SML", PAGE) in found
+
+
+# -- metadata records -------------------------------------------------------------------------
+
+
+def _metadata_blocks(folder: Path) -> dict[str, str]:
+    """Target URI -> block of each metadata record in the WARC files of ``folder``."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    blocks = {}
+    for path in sorted((folder / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream, check_digests="raise"):
+                if record.rec_type == "metadata":
+                    uri = record.rec_headers.get_header("WARC-Target-URI")
+                    blocks[uri] = record.content_stream().read().decode("utf-8")
+    return blocks
+
+
+def test_a_page_gets_a_metadata_record_of_everything_it_led_to(tmp_path: Path) -> None:
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    # The policy turns the other host away: the metadata still lists it (what the page links).
+    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.m",
+                                   policy=UrlPolicy(follow="host"), path_ascending=True,
+                                   sitemaps=SitemapsSection())
+    page_processor.process(_html_result())
+    robots = FetchResult(url="http://a.test/robots.txt", status=Status.FETCHED, reason="",
+                         http_status=200, body=b"Sitemap: /sm.xml\n", started_ms=3, hops="P",
+                         response_headers=[("Content-Type", "text/plain")], duration_ms=4)
+    page_processor.process(robots)
+    page_processor.process(FetchResult(url="http://a.test/gone", status=Status.FETCH_ERROR,
+                                       reason="timeout:read", started_ms=5, hops="L"))
+    warc.close()
+    blocks = _metadata_blocks(tmp_path)
+    assert set(blocks) == {PAGE, "http://a.test/robots.txt"}  # no response, no metadata
+    assert blocks[PAGE].split("\r\n") == [
+        "via: http://a.test/", "hopsFromSeed: L", "fetchTimeMs: 12",
+        "outlink: http://a.test/dir/other L", "outlink: http://b.test/x L",
+        "outlink: http://a.test/map L", "outlink: http://a.test/dir/ I",
+        "outlink: http://a.test/ I", "",
+    ]
+    assert blocks["http://a.test/robots.txt"].split("\r\n") == [
+        "hopsFromSeed: P", "fetchTimeMs: 4", "outlink: http://a.test/sm.xml S", ""]
+    log.close()
+    status.close()
+
+
+def test_metadata_records_can_be_turned_off(tmp_path: Path) -> None:
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.n",
+                                   metadata_records=False)
+    page_processor.process(_html_result())
+    warc.close()
+    assert _metadata_blocks(tmp_path) == {}
+    log.close()
+    status.close()

@@ -551,3 +551,33 @@ def test_encode_pair_is_byte_for_byte_the_warcio_encoding(changes: dict) -> None
     data, digest = fast.encode_pair(result, 6)
     assert data == expected
     assert digest == sha1_digest(result.body)
+
+
+def test_a_metadata_record_follows_its_response(tmp_path: os.PathLike[str]) -> None:
+    fields = [("via", "https://example.com/"), ("hopsFromSeed", "LL"), ("fetchTimeMs", "87"),
+              ("outlink", "https://example.com/a L"), ("outlink", "https://example.com/\u00e9 L"),
+              ("bad\r\nname", "line\r\nbreak")]
+    with WarcFileWriter(tmp_path, "crawl", 0, new_record_id=record_ids()) as writer:
+        writer.write(fetch_result(), fields)
+        writer.write(fetch_result(url="https://example.com/plain"))  # no metadata asked for
+
+    [path] = finished_files(tmp_path)
+    assert [kind for kind, _ in verify_warc_file(path)] == [
+        "warcinfo", "response", "request", "metadata", "response", "request"]
+    records = warcio_records(path)  # block digests checked
+    response, metadata = records[1][0], records[3][0]
+    assert metadata["WARC-Concurrent-To"] == response["WARC-Record-ID"]
+    assert metadata["WARC-Target-URI"] == response["WARC-Target-URI"]
+    assert metadata["WARC-Date"] == response["WARC-Date"]
+    assert metadata["Content-Type"] == "application/warc-fields"
+    assert records[3][1].decode("utf-8").split("\r\n") == [
+        "via: https://example.com/", "hopsFromSeed: LL", "fetchTimeMs: 87",
+        "outlink: https://example.com/a L", "outlink: https://example.com/\u00e9 L",
+        "bad  name: line  break", ""]
+    fastwarc = pytest.importorskip("fastwarc.warc")
+    with open(path, "rb") as stream:
+        kinds = []
+        for record in fastwarc.ArchiveIterator(stream, parse_http=False):
+            kinds.append(record.headers["WARC-Type"])
+            assert record.verify_block_digest(consume=False)
+    assert kinds.count("metadata") == 1
