@@ -298,6 +298,8 @@ class WarcSection:
     max_file_bytes: int = 1_000_000_000
     operator: str = ""
     metadata_records: bool = True
+    revisits: bool = True
+    revisit_min_bytes: int = 1
 
     def _validate(self) -> None:
         if not self.prefix or not all(c.isalnum() or c in "-_." for c in self.prefix):
@@ -305,6 +307,7 @@ class WarcSection:
                 f"warc.prefix: must be letters, digits, '-', '_' or '.', got {self.prefix!r}"
             )
         _check(self, "warc", "max_file_bytes", lambda v: v >= 64 * 1024, "an integer >= 65536")
+        _check(self, "warc", "revisit_min_bytes", lambda v: v >= 1, "an integer >= 1")
 
 
 @dataclasses.dataclass(frozen=True)

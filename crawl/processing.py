@@ -12,11 +12,14 @@ pages: they have no outcome in the crawl DB, and their only loop lines carry the
 ``Sitemap:`` lines name (hop ``S``). A sitemap document (:mod:`crawl.sitemaps`) is read as one:
 its child sitemaps (``S``) and listed URLs (``M``) are what it found. Each archived response
 gets a ``metadata`` record next to it (:func:`metadata_fields`: via, hops, fetch time and the
-URLs it led to). With
+URLs it led to). A response whose payload was archived before (``captures``, by payload
+digest) is written as a ``revisit`` record referring to that first capture. With
 ``scope.path_ascending`` a page that answered also brings the directories above it (hop ``I``).
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from crawl.config import SitemapsSection
 from crawl.crawl_log import CrawlLogWriter
@@ -34,7 +37,7 @@ from crawl.sitemaps import (
 )
 from crawl.status import Status
 from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
-from crawl.warc_writer import WarcFileWriter, sha1_digest
+from crawl.warc_writer import Capture, WarcFileWriter, sha1_digest
 
 __all__ = ["PREREQUISITE_HOP", "PageProcessor", "RecentUrls"]
 
@@ -86,6 +89,8 @@ class PageProcessor:
         sitemaps: SitemapsSection | None = None,
         path_ascending: bool = False,
         metadata_records: bool = True,
+        captures: CaptureStore | None = None,
+        dedup_min_bytes: int = 1,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -99,6 +104,8 @@ class PageProcessor:
         self._sitemaps = sitemaps if sitemaps is not None and sitemaps.enabled else None
         self._path_ascending = path_ascending
         self._metadata_records = metadata_records
+        self._captures = captures
+        self._dedup_min_bytes = dedup_min_bytes
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
@@ -117,7 +124,16 @@ class PageProcessor:
         digest = ""
         if result.http_status > 0:
             metadata = metadata_fields(result, found) if self._metadata_records else None
-            digest = self._warc.write(result, metadata)
+            captures = self._captures
+            key = payload_key(result, self._dedup_min_bytes) if captures is not None else ""
+            earlier = None
+            if captures is not None and key.startswith("sha1:"):
+                earlier = captures.get(key)
+            digest = self._warc.write(result, metadata, revisit_of=earlier)
+            if earlier is not None:
+                status.count("warc.revisits")
+            elif captures is not None and key.startswith("sha1:") and self._warc.last_capture:
+                captures.put(key, self._warc.last_capture)
             status.count("warc.pairs")
             status.count("bytes", len(result.body))
         elif result.body:
@@ -263,6 +279,24 @@ class PageProcessor:
             self._status.count(f"links.rejected.{reason}", count)
         hops = result.hops + "L"
         return [(url, hops, result.url) for url in parsed.urls if url != result.url]
+
+
+class CaptureStore(Protocol):
+    """Where each payload was first archived, by payload digest (the process stage's keyed
+    state; a dict in tests)."""
+
+    def get(self, digest: str) -> Capture | None: ...
+
+    def put(self, digest: str, capture: Capture) -> None: ...
+
+
+def payload_key(result: FetchResult, min_bytes: int) -> str:
+    """The process stage's key of a fetch outcome: the payload digest of a complete response
+    of at least ``min_bytes`` (its duplicates meet in one subtask, which remembers the first
+    capture), else ``url:`` and the URL (nothing to deduplicate)."""
+    if result.http_status > 0 and not result.truncated and len(result.body) >= max(1, min_bytes):
+        return sha1_digest(result.body)
+    return "url:" + result.url
 
 
 def metadata_fields(result: FetchResult, found: list[FoundUrl]) -> list[tuple[str, str]]:

@@ -67,6 +67,8 @@ from crawl.model import FetchResult
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
+    "REVISIT_PROFILE",
+    "Capture",
     "EncodedPair",
     "RecoveredFile",
     "WarcFileError",
@@ -215,6 +217,19 @@ def _http_version(result: FetchResult) -> str:
     return version if version.upper().startswith("HTTP/") else f"HTTP/{version}"
 
 
+#: WARC 1.1's revisit profile for a payload already archived (section 6.7.2).
+REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+
+
+@dataclasses.dataclass(frozen=True)
+class Capture:
+    """Where a payload was archived in full: what a revisit record refers to."""
+
+    target_uri: str
+    warc_date: str
+    record_id: str
+
+
 @dataclasses.dataclass(frozen=True)
 class EncodedPair:
     """A response/request pair as gzip members, and the response's fields for the index."""
@@ -299,8 +314,13 @@ class WarcRecordFactory:
         pair = self.encode_pair_members(result, compress_level)
         return pair.response + pair.request, pair.payload_digest
 
-    def encode_pair_members(self, result: FetchResult, compress_level: int = 6) -> EncodedPair:
-        """:meth:`encode_pair`, its two gzip members apart, with what the index needs."""
+    def encode_pair_members(self, result: FetchResult, compress_level: int = 6,
+                            revisit_of: Capture | None = None) -> EncodedPair:
+        """:meth:`encode_pair`, its two gzip members apart, with what the index needs.
+
+        With ``revisit_of`` (where the same payload was archived first) the first record is a
+        ``revisit`` (WARC 1.1 6.7.2, profile identical-payload-digest): the HTTP headers of
+        this response without its payload, referring to that capture."""
         if result.http_status <= 0:
             raise ValueError(f"no HTTP response to archive for {result.url!r} "
                              f"(status {result.status.value}, http_status {result.http_status})")
@@ -311,14 +331,22 @@ class WarcRecordFactory:
             common += f"WARC-IP-Address: {_warc_header_value(result.ip_address)}\r\n"
         version = _http_version(result)
         statusline = f"{result.http_status} {result.http_reason}"
-        response_block = (_http_block(f"{version} {statusline}", _stored_response_headers(result))
-                          + result.body)
+        response_block = _http_block(f"{version} {statusline}", _stored_response_headers(result))
         payload_digest = sha1_digest(result.body)
         response_id = self._new_record_id()
-        response_head = (f"{WARC_VERSION}\r\nWARC-Type: response\r\n"
-                         f"WARC-Record-ID: {response_id}\r\n{common}")
-        if result.truncated:
-            response_head += f"WARC-Truncated: {_warc_header_value(result.truncated)}\r\n"
+        if revisit_of is None:
+            response_block += result.body
+            response_head = (f"{WARC_VERSION}\r\nWARC-Type: response\r\n"
+                             f"WARC-Record-ID: {response_id}\r\n{common}")
+            if result.truncated:
+                response_head += f"WARC-Truncated: {_warc_header_value(result.truncated)}\r\n"
+        else:
+            response_head = (f"{WARC_VERSION}\r\nWARC-Type: revisit\r\n"
+                             f"WARC-Record-ID: {response_id}\r\n{common}"
+                             f"WARC-Profile: {REVISIT_PROFILE}\r\n"
+                             f"WARC-Refers-To: {revisit_of.record_id}\r\n"
+                             f"WARC-Refers-To-Target-URI: {revisit_of.target_uri}\r\n"
+                             f"WARC-Refers-To-Date: {revisit_of.warc_date}\r\n")
         method = result.method.strip().upper() or "GET"
         request_block = _http_block(f"{method} {_origin_form(result.url)} {version}",
                                     _stored_request_headers(result))
@@ -474,6 +502,8 @@ class WarcFileWriter:
         self._size = 0
         self._pairs = 0
         self._index = FileIndex() if index else None
+        #: Where the last :meth:`write` put its response (or revisit) record.
+        self.last_capture: Capture | None = None
 
     @property
     def current_path(self) -> str | None:
@@ -481,15 +511,19 @@ class WarcFileWriter:
         return self._final_path + OPEN_SUFFIX if self._file is not None else None
 
     def write(self, result: FetchResult,
-              metadata: Iterable[tuple[str, str]] | None = None) -> str:
+              metadata: Iterable[tuple[str, str]] | None = None,
+              revisit_of: Capture | None = None) -> str:
         """Append the response/request pair of ``result`` (and, given ``metadata`` fields, a
-        metadata record about the response), opening or rolling files as needed.
+        metadata record about the response), opening or rolling files as needed. With
+        ``revisit_of`` the response is written as a revisit record referring to that capture
+        of the same payload (:meth:`WarcRecordFactory.encode_pair_members`).
 
-        Returns the payload digest (``sha1:BASE32``) of the response. Raises ValueError when
-        ``result`` has no HTTP response. If the disk write fails, the file is cut back to its
-        last complete pair and finalised, and the error propagates.
+        Returns the payload digest (``sha1:BASE32``) of the response; :attr:`last_capture`
+        says where it went. Raises ValueError when ``result`` has no HTTP response. If the disk
+        write fails, the file is cut back to its last complete pair and finalised, and the
+        error propagates.
         """
-        pair = self._factory.encode_pair_members(result, self._compress_level)
+        pair = self._factory.encode_pair_members(result, self._compress_level, revisit_of)
         extra = (self._factory.encode_metadata(pair, metadata, self._compress_level)
                  if metadata is not None else b"")
         size = len(pair.response) + len(pair.request) + len(extra)
@@ -500,9 +534,11 @@ class WarcFileWriter:
         offset = self._size
         self._append(pair.response + pair.request + extra)
         self._pairs += 1
+        self.last_capture = Capture(pair.target_uri, pair.warc_date, pair.response_id)
         if self._index is not None:
+            mime = "warc/revisit" if revisit_of is not None else mime_of(pair.content_type)
             self._index.add(cdxj_line(
-                pair.target_uri, pair.warc_date, mime=mime_of(pair.content_type),
+                pair.target_uri, pair.warc_date, mime=mime,
                 status=str(result.http_status), digest=pair.payload_digest,
                 length=len(pair.response), offset=offset,
                 filename=os.path.basename(self._final_path),

@@ -5,7 +5,8 @@
     loop dir (seed files + discovered URLs) -> decode -> key_by(vnode % partitions) crawl DB
         -> key_by(fetch key: the host, crawl/routing.py) fetch (frontier, robots, politeness,
         HTTP)
-        -> process (WARC, crawl log, links) -> loop sink (files back into the loop dir)
+        -> key_by(payload digest) process (WARC, revisits, crawl log, links)
+        -> loop sink (files back into the loop dir)
 
 Every stage has a name and a stable uid (savepoints map state to operators by uid). URLs are
 normalised where they are born (seed injection, link extraction), so the loop only carries
@@ -27,6 +28,7 @@ from pyflink.table import StreamTableEnvironment
 from crawl.config import Config
 from crawl.crawldb import partition_of
 from crawl.layout import OutputLayout
+from crawl.processing import payload_key
 from operators.crawl_db import CrawlDbFunction
 from operators.decode import DecodeFunction
 from operators.fetch import FetchFunction
@@ -87,8 +89,10 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
         .uid("fetch")
     )
 
+    min_bytes = config.warc.revisit_min_bytes if config.warc.revisits else 2**62
     loop_lines = (
-        results.flat_map(ProcessFunction(config, output), output_type=Types.STRING())
+        results.key_by(lambda result: payload_key(result, min_bytes), key_type=Types.STRING())
+        .process(ProcessFunction(config, output), output_type=Types.STRING())
         .name("process")
         .uid("process")
     )

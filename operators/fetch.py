@@ -198,7 +198,8 @@ class FetchFunction(KeyedProcessFunction):
         try:
             results = self._wake(timestamp, ctx)
         finally:
-            # Measured before yielding: the chained process stage runs inside the yields.
+            # Measured before yielding: what runs inside the yields (the key selector of the
+            # process stage) is not the fetch stage's work.
             self._status.busy_seconds += time.thread_time() - began
         yield from results
 

@@ -1,7 +1,10 @@
 """The process stage: WARC, crawl log, link extraction and routing of each fetch outcome.
 
-Not keyed; chained to the fetch stage. Input: :class:`~crawl.model.FetchResult`. Output: loop
-lines (strings) for the loop sink. Each subtask writes its own rolling WARC files and its own
+Keyed by :func:`crawl.processing.payload_key`: the payload digest of a response, so that all
+the captures of one payload meet in one subtask, whose keyed state ``first-capture`` (a row:
+target URI, WARC-Date, record id) says where it was archived first; a later capture is written
+as a revisit record. Input: :class:`~crawl.model.FetchResult`. Output: loop lines (strings)
+for the loop sink. Each subtask writes its own rolling WARC files and its own
 crawl log; on start it first finalises the ``.open`` WARC files its previous attempt left
 (invariant 6), so no file is left unreadable. The work is :class:`crawl.processing.PageProcessor`'s.
 """
@@ -13,7 +16,9 @@ import socket
 import time
 import uuid
 
-from pyflink.datastream import FlatMapFunction, RuntimeContext
+from pyflink.common import Row, Types
+from pyflink.datastream import KeyedProcessFunction, RuntimeContext
+from pyflink.datastream.state import ValueStateDescriptor
 
 from crawl.config import Config
 from crawl.crawl_log import CrawlLogWriter
@@ -21,7 +26,7 @@ from crawl.layout import OutputLayout
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
-from crawl.warc_writer import WarcFileWriter, recover_open_files
+from crawl.warc_writer import Capture, WarcFileWriter, recover_open_files
 from operators.context import Lifecycle, subtask_of
 from operators.faults import FaultInjector
 
@@ -30,7 +35,30 @@ __all__ = ["ProcessFunction"]
 log = logging.getLogger(__name__)
 
 
-class ProcessFunction(FlatMapFunction):
+CAPTURE_ROW = Types.ROW_NAMED(
+    ["target_uri", "warc_date", "record_id"], [Types.STRING(), Types.STRING(), Types.STRING()]
+)
+
+
+class _StateCaptures:
+    """The first capture of the current key's payload, in keyed state."""
+
+    def __init__(self, state) -> None:
+        self._state = state
+        self.key = ""
+
+    def get(self, digest: str) -> Capture | None:
+        if digest != self.key:  # only the current key's state is at hand
+            return None
+        row = self._state.value()
+        return Capture(*tuple(row)) if row is not None else None
+
+    def put(self, digest: str, capture: Capture) -> None:
+        if digest == self.key:
+            self._state.update(Row(capture.target_uri, capture.warc_date, capture.record_id))
+
+
+class ProcessFunction(KeyedProcessFunction):
     """Archives, logs and routes fetch outcomes (see the module docstring)."""
 
     def __init__(self, config: Config, output_dir: str) -> None:
@@ -65,6 +93,9 @@ class ProcessFunction(FlatMapFunction):
                 "ip": _host_address(),
             },
         )
+        self._captures = _StateCaptures(
+            runtime_context.get_state(ValueStateDescriptor("first-capture", CAPTURE_ROW))
+        )
         self._log = CrawlLogWriter(layout.logs / f"crawl-{subtask.index:05d}.log")
         self._faults = FaultInjector("process", layout.root)
         self._processor = PageProcessor(
@@ -79,6 +110,8 @@ class ProcessFunction(FlatMapFunction):
             sitemaps=config.sitemaps,
             path_ascending=config.scope.path_ascending,
             metadata_records=config.warc.metadata_records,
+            captures=self._captures if config.warc.revisits else None,
+            dedup_min_bytes=config.warc.revisit_min_bytes,
         )
 
 
@@ -94,9 +127,10 @@ class ProcessFunction(FlatMapFunction):
         self._log.close()
         self._status.close()
 
-    def flat_map(self, value: FetchResult):
+    def process_element(self, value: FetchResult, ctx: KeyedProcessFunction.Context):
         self._faults.tick()
         began = time.thread_time()
+        self._captures.key = ctx.get_current_key()
         lines = self._processor.process(value)
         self._status.busy_seconds += time.thread_time() - began
         yield from lines

@@ -21,14 +21,14 @@ TOKEN = "pyflink-crawler"
 
 
 def _warc_response_list(out: Path) -> list[tuple[str, int]]:
-    """(target URI, HTTP status) of every response record in order, read with digests
-    checked."""
+    """(target URI, HTTP status) of every response record (or revisit record: a payload
+    archived before) in order, read with digests checked."""
     responses = []
     for path in sorted((out / "warc").glob("*.warc.gz")):
         with open(path, "rb") as stream:
             for record in ArchiveIterator(stream, check_digests="raise"):
                 record.content_stream().read()  # reads the payload: digests are checked
-                if record.rec_type == "response":
+                if record.rec_type in ("response", "revisit"):
                     uri = record.rec_headers.get_header("WARC-Target-URI")
                     responses.append((uri, int(record.http_headers.get_statuscode())))
     return responses
@@ -103,7 +103,8 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_a_resume_completes_th
 
     out = tmp_path / "out"
     assert not list((out / "warc").glob("*.open"))
-    # One response record per request (robots.txt asked again after a 5xx included).
+    # One response or revisit record per request (robots.txt asked again after a 5xx
+    # included).
     assert len(_warc_response_list(out)) == len(records)
 
     # Resume from the savepoint without a budget: the crawl goes on where it stopped and

@@ -142,3 +142,20 @@ def test_timestamps_have_fourteen_digits() -> None:
     assert timestamp14("2026-11-22T14:17:47.123Z") == "20261122141747"
     assert timestamp14("2026-11-22T14:17:47Z") == "20261122141747"
     assert timestamp14("2026-11-22") == "20261122000000"  # a short form, padded
+
+
+def test_revisit_records_are_indexed_as_the_reference_does(tmp_path: Path) -> None:
+    warc_dir = tmp_path / "warc"
+    first = _result("http://example.com/a", 0)
+    same = _result("http://example.com/b", 1)  # the same payload
+    with WarcFileWriter(warc_dir, "crawl", 0) as writer:
+        writer.write(first)
+        original = writer.last_capture
+        assert original is not None
+        writer.write(same, [("fetchTimeMs", "2")], revisit_of=original)
+    [warc] = sorted(warc_dir.glob("*.warc.gz"))
+    ours = index_path_of(warc).read_text(encoding="utf-8").splitlines()
+    assert ours == _reference_index(warc, tmp_path)
+    [revisit] = [line for line in ours if line.startswith("com,example)/b ")]
+    assert '"mime": "warc/revisit"' in revisit
+    assert '"status": "200"' in revisit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from crawl.config import SitemapsSection
 from crawl.crawl_log import CrawlLogWriter, parse_line
 from crawl.loop import decode_line, parse_payload
 from crawl.model import FetchResult
-from crawl.processing import PageProcessor, RecentUrls
+from crawl.processing import PageProcessor, RecentUrls, payload_key
 from crawl.progress import StageStatus
 from crawl.scope import UrlPolicy
 from crawl.status import Status
@@ -386,3 +387,56 @@ def test_metadata_records_can_be_turned_off(tmp_path: Path) -> None:
     assert _metadata_blocks(tmp_path) == {}
     log.close()
     status.close()
+
+
+# -- revisits ---------------------------------------------------------------------------------
+
+
+class _Captures(dict):
+    """A capture store in a dict (the process stage keeps it in keyed state)."""
+
+    def put(self, digest: str, capture: object) -> None:
+        self[digest] = capture
+
+
+def _kinds_and_uris(folder: Path) -> list[tuple[str, str]]:
+    return [record for path in sorted((folder / "warc").glob("*.warc.gz"))
+            for record in verify_warc_file(path) if record[0] in ("response", "revisit")]
+
+
+def test_a_payload_archived_before_is_written_as_a_revisit(tmp_path: Path) -> None:
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    captures = _Captures()
+    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.r",
+                                   captures=captures, dedup_min_bytes=10)
+    page = _html_result()
+    mirror = dataclasses.replace(page, url="http://mirror.test/dir/page", started_ms=7)
+    cut = dataclasses.replace(page, url="http://mirror.test/cut", truncated="length")
+    tiny = dataclasses.replace(page, url="http://a.test/tiny", body=b"short")
+    tiny_again = dataclasses.replace(tiny, url="http://b.test/tiny")
+    for result in (page, mirror, cut, tiny, tiny_again):
+        page_processor.process(result)
+    warc.close()
+    assert _kinds_and_uris(tmp_path) == [
+        ("response", PAGE), ("revisit", "http://mirror.test/dir/page"),
+        ("response", "http://mirror.test/cut"),  # a truncated payload is not the entity
+        ("response", "http://a.test/tiny"), ("response", "http://b.test/tiny"),  # too short
+    ]
+    assert status.counters["warc.revisits"] == 1
+    [capture] = captures.values()
+    assert capture.target_uri == PAGE
+    # The revisit's page is still parsed and routed: its links go round like any page's.
+    log.close()
+    status.close()
+
+
+def test_payload_keys() -> None:
+    page = _html_result()
+    assert payload_key(page, 1).startswith("sha1:")
+    assert payload_key(page, 1) == payload_key(dataclasses.replace(page, url="http://x.test/"), 1)
+    assert payload_key(page, 10**9) == "url:" + PAGE
+    assert payload_key(dataclasses.replace(page, truncated="time"), 1) == "url:" + PAGE
+    failed = FetchResult(url=PAGE, status=Status.FETCH_ERROR, reason="timeout:read")
+    assert payload_key(failed, 1) == "url:" + PAGE

@@ -581,3 +581,37 @@ def test_a_metadata_record_follows_its_response(tmp_path: os.PathLike[str]) -> N
             kinds.append(record.headers["WARC-Type"])
             assert record.verify_block_digest(consume=False)
     assert kinds.count("metadata") == 1
+
+
+def test_a_revisit_record_refers_to_the_first_capture_of_its_payload(
+        tmp_path: os.PathLike[str]) -> None:
+    first = fetch_result(url="https://example.com/a")
+    again = fetch_result(url="https://mirror.example.com/a", started_ms=STARTED_MS + 5000)
+    with WarcFileWriter(tmp_path, "crawl", 0) as writer:
+        digest = writer.write(first)
+        original = writer.last_capture
+        assert original is not None
+        assert writer.write(again, revisit_of=original) == digest
+        assert writer.last_capture is not None
+        assert writer.last_capture.record_id != original.record_id
+
+    [path] = finished_files(tmp_path)
+    assert [kind for kind, _ in verify_warc_file(path)] == [
+        "warcinfo", "response", "request", "revisit", "request"]
+    records = warcio_records(path)  # block digests checked
+    response, revisit = records[1], records[3]
+    headers = revisit[0]
+    assert headers["WARC-Profile"] == (
+        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest")
+    assert headers["WARC-Refers-To"] == response[0]["WARC-Record-ID"]
+    assert headers["WARC-Refers-To-Target-URI"] == "https://example.com/a"
+    assert headers["WARC-Refers-To-Date"] == response[0]["WARC-Date"]
+    assert headers["WARC-Target-URI"] == "https://mirror.example.com/a"
+    assert headers["WARC-Payload-Digest"] == response[0]["WARC-Payload-Digest"] == digest
+    assert revisit[1] == b""  # the payload is not stored again
+    assert revisit[2].get_statuscode() == "200"  # the response's own headers are
+    assert records[4][0]["WARC-Concurrent-To"] == headers["WARC-Record-ID"]
+    fastwarc = pytest.importorskip("fastwarc.warc")
+    with open(path, "rb") as stream:
+        for record in fastwarc.ArchiveIterator(stream, parse_http=False):
+            assert record.verify_block_digest(consume=False)
