@@ -39,7 +39,15 @@ from crawl.status import Status
 from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
 from crawl.warc_writer import Capture, WarcFileWriter, sha1_digest
 
-__all__ = ["PREREQUISITE_HOP", "PageProcessor", "RecentUrls"]
+__all__ = [
+    "INFERRED_HOP",
+    "PREREQUISITE_HOP",
+    "CaptureStore",
+    "PageProcessor",
+    "RecentUrls",
+    "metadata_fields",
+    "payload_key",
+]
 
 #: Hop code of a robots.txt fetch (Heritrix calls these prerequisites).
 PREREQUISITE_HOP = "P"

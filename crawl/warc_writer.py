@@ -1,12 +1,14 @@
-"""WARC/1.1 output: request/response records from fetch results, rolling files, recovery, checks.
+"""WARC/1.1 output: records from fetch results, rolling files, recovery, checks.
 
 Three layers, each usable alone:
 
-- :class:`WarcRecordFactory` turns a :class:`~crawl.model.FetchResult` into warcio records
-  (a ``response`` and the ``request`` that produced it) and builds ``warcinfo`` records. Time
-  and record identity are injected, so the bytes it produces are reproducible in tests.
+- :class:`WarcRecordFactory` turns a :class:`~crawl.model.FetchResult` into records (a
+  ``response``, or a ``revisit`` when the payload was archived before, the ``request`` that
+  produced it, and a ``metadata`` record about it) and builds ``warcinfo`` records. Time and
+  record identity are injected, so the bytes it produces are reproducible in tests.
 - :func:`encode_records` serialises records with warcio, each as its own gzip member.
-- :class:`WarcFileWriter` appends record pairs to rolling ``.warc.gz`` files of one subtask;
+- :class:`WarcFileWriter` appends record pairs to rolling ``.warc.gz`` files of one subtask,
+  and writes each completed file's CDXJ index next to it (:mod:`crawl.cdxj`);
   :func:`recover_open_files` finalises files a crashed writer left behind, and
   :func:`verify_warc_file` reads a file back and checks every record.
 
