@@ -254,13 +254,7 @@ class HostScheduler:
                 state.queue.push_front(state.lease_payload)
             self._release(state)
 
-        robots = state.robots
-        given_up = (
-            robots is not None
-            and not robots.available
-            and not robots.expired(now_ms)
-            and not self._robots_retry_due(state)
-        )
+        given_up = self._robots_given_up(state, now_ms)
         # Out of robots.txt attempts, the queue is recorded as denied at once: that needs no
         # request, so it need not wait for the host's back-off.
         not_before = max(state.next_allowed_ms, hold_until_ms)
@@ -312,6 +306,23 @@ class HostScheduler:
             self._lease(state, LEASE_PAGE, payload, now_ms)
             wake.start = FetchOrder(url, LEASE_PAGE, hops, via)
             return wake
+
+    def first_wake_ms(self, state: HostState, now_ms: int) -> int:
+        """When a host that just got URLs (and has no wake-up pending) should look at them:
+        at its next allowed start, or at once when its robots.txt is given up (the URLs are
+        denied without a request, so the host's back-off does not concern them)."""
+        if self._robots_given_up(state, now_ms):
+            return now_ms
+        return max(now_ms, state.next_allowed_ms)
+
+    def _robots_given_up(self, state: HostState, now_ms: int) -> bool:
+        robots = state.robots
+        return (
+            robots is not None
+            and not robots.available
+            and not robots.expired(now_ms)
+            and not self._robots_retry_due(state)
+        )
 
     def _robots_retry_due(self, state: HostState) -> bool:
         """Whether robots.txt, unavailable after a failure that may pass (5xx, 429, no

@@ -187,7 +187,7 @@ class FetchFunction(KeyedProcessFunction):
         wake_ms = row[_WAKE_MS] if row is not None else 0
         if not wake_ms:
             now = ctx.timer_service().current_processing_time()
-            wake_ms = max(now, state.next_allowed_ms)
+            wake_ms = self._scheduler.first_wake_ms(state, now)
             ctx.timer_service().register_processing_time_timer(wake_ms)
         self._save(host, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
         self._status.busy_seconds += time.thread_time() - began

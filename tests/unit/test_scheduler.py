@@ -171,6 +171,22 @@ def test_unavailable_robots_is_asked_again_while_the_queue_waits(
     assert wake.start is None
     assert [r.reason for r in wake.results[1:]] == [f"robots:unavailable:{reason}"] * 2
     assert len(state.queue) == 0
+    # URLs found for the host later are looked at (and denied) at once too, not when the
+    # back-off ends: the crawl's tail used to wait for it.
+    later = now + 2000
+    assert state.next_allowed_ms > later
+    assert scheduler.first_wake_ms(state, later) == later
+    state.queue.push(QueueEntry("http://example.test/c", "L", "", 0).encode())
+    wake = scheduler.wake(HOST, state, None, now_ms=later)
+    assert [r.reason for r in wake.results] == [f"robots:unavailable:{reason}"]
+
+
+def test_a_host_with_new_urls_wakes_at_its_next_allowed_start(tmp_path: Path) -> None:
+    scheduler = _scheduler(tmp_path)
+    state = _state("/a")
+    state.next_allowed_ms = 9000
+    assert scheduler.first_wake_ms(state, 1000) == 9000
+    assert scheduler.first_wake_ms(state, 10_000) == 10_000
 
 
 def test_robots_refused_by_the_address_guard_is_not_asked_again(tmp_path: Path) -> None:
