@@ -1,8 +1,8 @@
 """The process stage: WARC, crawl log, link extraction and routing of each fetch outcome.
 
 Keyed by :func:`crawl.processing.payload_key`: the payload digest of a response, so that all
-the captures of one payload meet in one subtask, whose keyed state ``first-capture`` (a row:
-target URI, WARC-Date, record id) says where it was archived first; a later capture is written
+the captures of one payload meet in one subtask, whose keyed state ``first-capture`` (target
+URI, WARC-Date and record id) says where it was archived first; a later capture is written
 as a revisit record. Input: :class:`~crawl.model.FetchResult`. Output: loop lines (strings)
 for the loop sink. Each subtask writes its own rolling WARC files and its own
 crawl log; on start it first finalises the ``.open`` WARC files its previous attempt left
@@ -16,7 +16,7 @@ import socket
 import time
 import uuid
 
-from pyflink.common import Row, Types
+from pyflink.common import Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import ValueStateDescriptor
 
@@ -35,27 +35,22 @@ __all__ = ["ProcessFunction"]
 log = logging.getLogger(__name__)
 
 
-CAPTURE_ROW = Types.ROW_NAMED(
-    ["target_uri", "warc_date", "record_id"], [Types.STRING(), Types.STRING(), Types.STRING()]
-)
-
-
 class _StateCaptures:
-    """The first capture of the current key's payload, in keyed state."""
+    """The first capture of the current key's payload, in keyed state (one string: target URI,
+    WARC-Date and record id separated by spaces, none of which holds one). The current key is
+    the payload digest asked for: the key selector and the processor compute it alike
+    (:func:`crawl.processing.payload_key`), so it is not read back from Flink (that costs a
+    row conversion per record)."""
 
     def __init__(self, state) -> None:
         self._state = state
-        self.key = ""
 
     def get(self, digest: str) -> Capture | None:
-        if digest != self.key:  # only the current key's state is at hand
-            return None
-        row = self._state.value()
-        return Capture(*tuple(row)) if row is not None else None
+        value = self._state.value()
+        return Capture(*value.split(" ", 2)) if value else None
 
     def put(self, digest: str, capture: Capture) -> None:
-        if digest == self.key:
-            self._state.update(Row(capture.target_uri, capture.warc_date, capture.record_id))
+        self._state.update(f"{capture.target_uri} {capture.warc_date} {capture.record_id}")
 
 
 class ProcessFunction(KeyedProcessFunction):
@@ -94,7 +89,7 @@ class ProcessFunction(KeyedProcessFunction):
             },
         )
         self._captures = _StateCaptures(
-            runtime_context.get_state(ValueStateDescriptor("first-capture", CAPTURE_ROW))
+            runtime_context.get_state(ValueStateDescriptor("first-capture", Types.STRING()))
         )
         self._log = CrawlLogWriter(layout.logs / f"crawl-{subtask.index:05d}.log")
         self._faults = FaultInjector("process", layout.root)
@@ -130,7 +125,6 @@ class ProcessFunction(KeyedProcessFunction):
     def process_element(self, value: FetchResult, ctx: KeyedProcessFunction.Context):
         self._faults.tick()
         began = time.thread_time()
-        self._captures.key = ctx.get_current_key()
         lines = self._processor.process(value)
         self._status.busy_seconds += time.thread_time() - began
         yield from lines
