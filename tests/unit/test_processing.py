@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +36,26 @@ def processor(tmp_path: Path) -> Iterator[tuple[PageProcessor, Path]]:
     warc.close()
     log.close()
     status.close()
+
+
+@pytest.fixture
+def make_processor(tmp_path: Path) -> Iterator[Callable[..., tuple[PageProcessor, StageStatus]]]:
+    """Builds processors writing under ``tmp_path`` (options as PageProcessor's); closes their
+    files at the end."""
+    opened: list[tuple[WarcFileWriter, CrawlLogWriter, StageStatus]] = []
+
+    def build(**options: object) -> tuple[PageProcessor, StageStatus]:
+        warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+        log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+        status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+        opened.append((warc, log, status))
+        return PageProcessor(warc, log, VNODES, status, producer_id="0.f", **options), status
+
+    yield build
+    for warc, log, status in opened:
+        warc.close()
+        log.close()
+        status.close()
 
 
 def _lines_by_vnode(lines: list[str]) -> dict[int, tuple[list, list]]:
@@ -187,14 +207,10 @@ def test_the_url_policy_turns_links_away_and_counts_why(tmp_path: Path) -> None:
 
 
 def test_path_ascending_sends_the_directories_above_a_page_that_answered(
-    tmp_path: Path,
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
 ) -> None:
-    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
-    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
-    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
-    policy = UrlPolicy(max_depth=2)
-    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.p", policy=policy,
-                                   path_ascending=True)
+    page_processor, status = make_processor(policy=UrlPolicy(max_depth=2),
+                                            path_ascending=True)
     deep = "http://a.test/x/y/z.html?q=1"
     result = FetchResult(url=deep, status=Status.HTTP_ERROR, reason="http:404", http_status=404,
                          started_ms=1, hops="L", via="http://a.test/")
@@ -214,9 +230,6 @@ def test_path_ascending_sends_the_directories_above_a_page_that_answered(
     result = FetchResult(url="http://c.test/a/b", status=Status.FETCH_ERROR,
                          reason="dns:unresolved", started_ms=3, hops="L")
     assert _found(page_processor.process(result)) == []
-    warc.close()
-    log.close()
-    status.close()
 
 
 def test_without_path_ascending_no_directory_is_inferred(
@@ -346,14 +359,12 @@ def _metadata_blocks(folder: Path) -> dict[str, str]:
     return blocks
 
 
-def test_a_page_gets_a_metadata_record_of_everything_it_led_to(tmp_path: Path) -> None:
-    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
-    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
-    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+def test_a_page_gets_a_metadata_record_of_everything_it_led_to(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]], tmp_path: Path
+) -> None:
     # The policy turns the other host away: the metadata still lists it (what the page links).
-    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.m",
-                                   policy=UrlPolicy(follow="host"), path_ascending=True,
-                                   sitemaps=SitemapsSection())
+    page_processor, _ = make_processor(policy=UrlPolicy(follow="host"), path_ascending=True,
+                                       sitemaps=SitemapsSection())
     page_processor.process(_html_result())
     robots = FetchResult(url="http://a.test/robots.txt", status=Status.FETCHED, reason="",
                          http_status=200, body=b"Sitemap: /sm.xml\n", started_ms=3, hops="P",
@@ -361,7 +372,7 @@ def test_a_page_gets_a_metadata_record_of_everything_it_led_to(tmp_path: Path) -
     page_processor.process(robots)
     page_processor.process(FetchResult(url="http://a.test/gone", status=Status.FETCH_ERROR,
                                        reason="timeout:read", started_ms=5, hops="L"))
-    warc.close()
+    page_processor._warc.close()
     blocks = _metadata_blocks(tmp_path)
     assert set(blocks) == {PAGE, "http://a.test/robots.txt"}  # no response, no metadata
     assert blocks[PAGE].split("\r\n") == [
@@ -372,21 +383,15 @@ def test_a_page_gets_a_metadata_record_of_everything_it_led_to(tmp_path: Path) -
     ]
     assert blocks["http://a.test/robots.txt"].split("\r\n") == [
         "hopsFromSeed: P", "fetchTimeMs: 4", "outlink: http://a.test/sm.xml S", ""]
-    log.close()
-    status.close()
 
 
-def test_metadata_records_can_be_turned_off(tmp_path: Path) -> None:
-    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
-    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
-    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
-    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.n",
-                                   metadata_records=False)
+def test_metadata_records_can_be_turned_off(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]], tmp_path: Path
+) -> None:
+    page_processor, _ = make_processor(metadata_records=False)
     page_processor.process(_html_result())
-    warc.close()
+    page_processor._warc.close()
     assert _metadata_blocks(tmp_path) == {}
-    log.close()
-    status.close()
 
 
 # -- revisits ---------------------------------------------------------------------------------
@@ -404,21 +409,19 @@ def _kinds_and_uris(folder: Path) -> list[tuple[str, str]]:
             for record in verify_warc_file(path) if record[0] in ("response", "revisit")]
 
 
-def test_a_payload_archived_before_is_written_as_a_revisit(tmp_path: Path) -> None:
-    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
-    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
-    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+def test_a_payload_archived_before_is_written_as_a_revisit(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]], tmp_path: Path
+) -> None:
     captures = _Captures()
-    page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.r",
-                                   captures=captures, dedup_min_bytes=10)
+    page_processor, status = make_processor(captures=captures, dedup_min_bytes=10)
     page = _html_result()
     mirror = dataclasses.replace(page, url="http://mirror.test/dir/page", started_ms=7)
     cut = dataclasses.replace(page, url="http://mirror.test/cut", truncated="length")
     tiny = dataclasses.replace(page, url="http://a.test/tiny", body=b"short")
     tiny_again = dataclasses.replace(tiny, url="http://b.test/tiny")
-    for result in (page, mirror, cut, tiny, tiny_again):
-        page_processor.process(result)
-    warc.close()
+    lines = {result.url: page_processor.process(result)
+             for result in (page, mirror, cut, tiny, tiny_again)}
+    page_processor._warc.close()
     assert _kinds_and_uris(tmp_path) == [
         ("response", PAGE), ("revisit", "http://mirror.test/dir/page"),
         ("response", "http://mirror.test/cut"),  # a truncated payload is not the entity
@@ -428,8 +431,8 @@ def test_a_payload_archived_before_is_written_as_a_revisit(tmp_path: Path) -> No
     [capture] = captures.values()
     assert capture.target_uri == PAGE
     # The revisit's page is still parsed and routed: its links go round like any page's.
-    log.close()
-    status.close()
+    assert [url for url, _, _ in _found(lines[mirror.url])] == [
+        "http://b.test/x", "http://mirror.test/dir/other", "http://mirror.test/map"]
 
 
 def test_payload_keys() -> None:
