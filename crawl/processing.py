@@ -137,7 +137,8 @@ class PageProcessor:
             earlier = None
             if captures is not None and key.startswith("sha1:"):
                 earlier = captures.get(key)
-            digest = self._warc.write(result, metadata, revisit_of=earlier)
+            known = key if key.startswith("sha1:") else None  # hashed once per page
+            digest = self._warc.write(result, metadata, revisit_of=earlier, payload_digest=known)
             if earlier is not None:
                 status.count("warc.revisits")
             elif captures is not None and key.startswith("sha1:") and self._warc.last_capture:

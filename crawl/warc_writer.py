@@ -317,12 +317,14 @@ class WarcRecordFactory:
         return pair.response + pair.request, pair.payload_digest
 
     def encode_pair_members(self, result: FetchResult, compress_level: int = 6,
-                            revisit_of: Capture | None = None) -> EncodedPair:
+                            revisit_of: Capture | None = None,
+                            payload_digest: str | None = None) -> EncodedPair:
         """:meth:`encode_pair`, its two gzip members apart, with what the index needs.
 
         With ``revisit_of`` (where the same payload was archived first) the first record is a
         ``revisit`` (WARC 1.1 6.7.2, profile identical-payload-digest): the HTTP headers of
-        this response without its payload, referring to that capture."""
+        this response without its payload, referring to that capture. ``payload_digest``: the
+        body's digest when the caller has it already (it is not computed again)."""
         if result.http_status <= 0:
             raise ValueError(f"no HTTP response to archive for {result.url!r} "
                              f"(status {result.status.value}, http_status {result.http_status})")
@@ -334,7 +336,7 @@ class WarcRecordFactory:
         version = _http_version(result)
         statusline = f"{result.http_status} {result.http_reason}"
         response_block = _http_block(f"{version} {statusline}", _stored_response_headers(result))
-        payload_digest = sha1_digest(result.body)
+        payload_digest = payload_digest or sha1_digest(result.body)
         response_id = self._new_record_id()
         if revisit_of is None:
             response_block += result.body
@@ -514,7 +516,7 @@ class WarcFileWriter:
 
     def write(self, result: FetchResult,
               metadata: Iterable[tuple[str, str]] | None = None,
-              revisit_of: Capture | None = None) -> str:
+              revisit_of: Capture | None = None, payload_digest: str | None = None) -> str:
         """Append the response/request pair of ``result`` (and, given ``metadata`` fields, a
         metadata record about the response), opening or rolling files as needed. With
         ``revisit_of`` the response is written as a revisit record referring to that capture
@@ -525,7 +527,8 @@ class WarcFileWriter:
         write fails, the file is cut back to its last complete pair and finalised, and the
         error propagates.
         """
-        pair = self._factory.encode_pair_members(result, self._compress_level, revisit_of)
+        pair = self._factory.encode_pair_members(result, self._compress_level, revisit_of,
+                                                 payload_digest)
         extra = (self._factory.encode_metadata(pair, metadata, self._compress_level)
                  if metadata is not None else b"")
         size = len(pair.response) + len(pair.request) + len(extra)

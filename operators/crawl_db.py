@@ -148,7 +148,7 @@ class CrawlDbFunction(KeyedProcessFunction):
                 journal=list(self._journal_state.get() or []),
                 history=self._history_state.value(),
                 admission=Admission(
-                    CachedStore(_MapStateCounters(self._admission_state)),
+                    CachedStore(_MapStateStore(self._admission_state)),
                     **dataclasses.asdict(self._admission_section),
                 ),
             )
@@ -173,34 +173,24 @@ class CrawlDbFunction(KeyedProcessFunction):
         requests = answer.requests
         if requests and self._router.mode != "host":
             keys = self._router.keys(
-                (host for host, _ in requests), _MapStateRoutes(self._fetch_keys)
+                (host for host, _ in requests), _MapStateStore(self._fetch_keys)
             )
             requests = [(keys[host], batch) for host, batch in requests]
         self._status.busy_seconds += time.thread_time() - began
         return requests
 
 
-class _MapStateRoutes:
-    """The fetch keys in the MapState of the current key (the partition being handled)."""
+class _MapStateStore:
+    """A MapState of the current key (the partition being handled) as the plain stores of
+    :mod:`crawl.admission` (get/put) and :mod:`crawl.routing` (get/item assignment) use it."""
 
     def __init__(self, state) -> None:
         self._state = state
 
-    def get(self, host: str) -> str | None:
-        return self._state.get(host)
-
-    def __setitem__(self, host: str, key: str) -> None:
-        self._state.put(host, key)
-
-
-class _MapStateCounters:
-    """Admission counters in the MapState of the current key (the partition being handled)."""
-
-    def __init__(self, state) -> None:
-        self._state = state
-
-    def get(self, key: str) -> int | None:
+    def get(self, key: str):
         return self._state.get(key)
 
-    def put(self, key: str, value: int) -> None:
+    def put(self, key: str, value) -> None:
         self._state.put(key, value)
+
+    __setitem__ = put
