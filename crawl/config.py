@@ -34,6 +34,7 @@ __all__ = [
     "CrawlSection",
     "FetchSection",
     "PolitenessSection",
+    "PrioritySection",
     "RobotsSection",
     "ScopeSection",
     "SitemapsSection",
@@ -463,6 +464,35 @@ class CrawlDbSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class PrioritySection:
+    """Which URLs go first (see crawl/priority.py): scores, and how the crawl DB releases URLs."""
+
+    #: Rank URLs and release each host's best few at a time (False: every new URL goes to the
+    #: frontier at once, in discovery order). Fixed for the life of a crawl.
+    enabled: bool = True
+    seed_boost: float = 10.0
+    sitemap_boost: float = 1.0
+    other_domain_link: float = 1.0
+    same_domain_link: float = 0.1
+    depth_penalty: float = 0.1
+    #: URLs of one host handed to the frontier and not fetched yet, at most.
+    host_window: int = 16
+    #: URLs one crawl DB partition releases at most per release, best first.
+    release_batch: int = 1000
+    #: A partition releases at most this often (each release is a full pass of its DRUM).
+    release_seconds: float = 1.0
+
+    def _validate(self) -> None:
+        for key in ("seed_boost", "sitemap_boost", "other_domain_link", "same_domain_link",
+                    "depth_penalty"):
+            _check(self, "priority", key, _non_negative, "a number >= 0")
+        _check(self, "priority", "host_window", lambda v: 1 <= v <= 100_000,
+               "an integer from 1 to 100000")
+        _check(self, "priority", "release_batch", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "priority", "release_seconds", _positive, "a number > 0")
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The whole crawl configuration, one frozen section per concern."""
 
@@ -477,6 +507,7 @@ class Config:
     urls: UrlsSection = dataclasses.field(default_factory=UrlsSection)
     scope: ScopeSection = dataclasses.field(default_factory=ScopeSection)
     admission: AdmissionSection = dataclasses.field(default_factory=AdmissionSection)
+    priority: PrioritySection = dataclasses.field(default_factory=PrioritySection)
 
     def validate(self) -> Config:
         """Check every section; raise :class:`ConfigError` naming the first invalid key."""

@@ -49,8 +49,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crawl.admission import Admission
-from crawl.config import CrawlDbSection
+from crawl.config import CrawlDbSection, PrioritySection
 from crawl.loop import LoopRecordError, parse_payload
+from crawl.priority import ScorePolicy, rank
 from crawl.status import Status
 from crawl.urls import host_of
 from drum import (
@@ -86,6 +87,9 @@ __all__ = [
 
 #: A referring URL longer than this is cut in the stored payload (it is only for the log).
 MAX_VIA_BYTES = 4096
+
+#: Statuses a done event from the loop may not carry (only the crawl DB makes them).
+_NOT_OUTCOMES = ("NONE", "UNFETCHED", "QUEUED")
 
 
 def partition_of(vnode: int, partitions: int) -> int:
@@ -127,15 +131,25 @@ def partition_directory(root: str, partition: int) -> str:
     return os.path.join(root, f"partition-{partition:05d}")
 
 
-def drum_config(section: CrawlDbSection) -> DrumConfig:
-    """The DRUM configuration of a crawl DB partition."""
+def drum_config(section: CrawlDbSection, priority: PrioritySection | None = None) -> DrumConfig:
+    """The DRUM configuration of a crawl DB partition (with ``priority`` enabled, every major
+    merge releases the best-ranked due URLs, marking them QUEUED)."""
+    due = DuePolicy(max_urls=0)
+    if priority is not None and priority.enabled:
+        due = DuePolicy(
+            max_urls=priority.release_batch,
+            per_host=priority.host_window,
+            lease_ms=0,
+            mark_queued=True,
+            depth_weight=priority.depth_penalty,
+        )
     return DrumConfig(
         buffer_ops=section.buffer_ops,
         buffer_payload_bytes=section.buffer_payload_bytes,
         block_records=section.block_records,
         max_deltas=section.max_deltas,
         max_archives=section.max_archives,
-        due=DuePolicy(max_urls=0),
+        due=due,
         archive=ArchivePolicy(archive_done=True),
         fsync=section.fsync,
         # The manifest lives in keyed state; a file per merge would only cost an fsync.
@@ -213,13 +227,22 @@ class CrawlDbPartition:
         journal: Iterable[str] = (),
         history: str | None = None,
         admission: Admission | None = None,
+        priority: PrioritySection | None = None,
     ) -> None:
         self.directory = directory
         self._admission = admission if admission is not None and admission.enabled else None
+        self._scores = ScorePolicy(priority if priority is not None else PrioritySection())
+        self._releasing = priority is not None and priority.enabled
+        self._release_ms = int(priority.release_seconds * 1000) if self._releasing else 0
+        self._last_release_ms = 0
+        # A partition just opened (or restored) releases once before it knows what waits.
+        self._ops_since_release = 1
+        self._pending = 0
+        self._release_again = False
         self._journal_extra: list[str] = []
         self._merged = False
         self._buffer_ops = section.buffer_ops
-        config = drum_config(section)
+        config = drum_config(section, priority)
         window_ms = int(section.file_grace_seconds * 1000)
         if manifest is None:
             # A partition with no state: whatever is in its directory was written after the
@@ -265,8 +288,24 @@ class CrawlDbPartition:
         return len(self._drum)
 
     @property
+    def pending(self) -> int:
+        """URLs waiting in the crawl DB to be released to the frontier (as of the last
+        release, plus those found new since; 0 when URLs are not held back)."""
+        return self._pending
+
+    @property
     def drum(self) -> Drum:
         return self._drum
+
+    def next_release_ms(self, now_ms: int) -> int | None:
+        """When this partition should release URLs even if no operation comes, or None: when
+        operations came since the last release (new URLs, or outcomes that free a host's
+        window), or the last release was cut at ``release_batch``. URLs left because their
+        hosts' windows are full wait for outcomes.
+        """
+        if not self._releasing or not (self._release_again or self._ops_since_release):
+            return None
+        return max(now_ms, self._last_release_ms + self._release_ms)
 
     # ------------------------------------------------------------------ operations
 
@@ -286,17 +325,23 @@ class CrawlDbPartition:
         return Answer()
 
     def flush(self, now_ms: int) -> Answer:
-        """Merge every pending operation now (the flush timer); nothing when none."""
+        """Merge every pending operation now (the flush timer), with a release of URLs if
+        one is due (:meth:`next_release_ms`); nothing when there is neither."""
         answer = Answer()
-        if not self._order:
+        release = self._release_allowed(now_ms)
+        if not self._order and not release:
             return answer
         results = self._to_drum(now_ms, answer)
-        if self._drum.buffered:  # (a full DRUM buffer may have merged already)
-            results.append(self._drum.merge(now_ms=now_ms))
+        if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
+            results.append(self._drum.merge(now_ms=now_ms, major=release))
         self._found, self._found_at, self._done, self._order = [], [], [], []
         self._merged = True
         self._deliver(results, now_ms, answer)
         return answer
+
+    def _release_allowed(self, now_ms: int) -> bool:
+        due = self.next_release_ms(now_ms)
+        return due is not None and due <= now_ms
 
     def take_state(self) -> PartitionState:
         """The keyed-state changes of the last call."""
@@ -330,6 +375,7 @@ class CrawlDbPartition:
         self._found_at.extend([now_ms] * len(found))
         self._order.extend([False] * len(done))
         self._order.extend([True] * len(found))
+        self._ops_since_release += len(done) + len(found)
 
     def _to_drum(self, now_ms: int, answer: Answer) -> list[MergeResult]:
         """Hand the pending operations to the DRUM in their order, one batch per run of the
@@ -367,7 +413,8 @@ class CrawlDbPartition:
         hosts = np.fromiter((host_key(host_of(url)) for url in urls), np.uint32, n)
         # Found at its arrival; a record replayed after a restore, at this merge.
         at = np.fromiter((t or now_ms for t in arrived), np.int64, n)
-        values = discoveries(n, now_ms=at, depth=depth, host=hosts)
+        score = np.fromiter(self._scores.scores(found), np.float32, n)
+        values = discoveries(n, now_ms=at, depth=depth, host=hosts, score=score)
         payloads = [encode_payload(url, hops, via) for url, hops, via in found]
         answer.count("urls.found", n)
         return self._drum.check_update(url_keys(urls), values, payloads, now_ms=now_ms)
@@ -377,7 +424,7 @@ class CrawlDbPartition:
     ) -> list[MergeResult]:
         kept = []
         for event in done:
-            if event[1] in DrumStatus.__members__ and event[1] not in ("NONE", "UNFETCHED"):
+            if event[1] in DrumStatus.__members__ and event[1] not in _NOT_OUTCOMES:
                 kept.append(event)
             else:
                 answer.count("done.bad_status")
@@ -388,6 +435,9 @@ class CrawlDbPartition:
         status = np.fromiter((DrumStatus[s] for _, s, _, _, _ in kept), np.uint8, n)
         http = np.fromiter((min(max(c, 0), 0xFFFF) for _, _, c, _, _ in kept), np.int64, n)
         reasons = np.fromiter((self._reason_code(r) for _, _, _, r, _ in kept), np.int64, n)
+        # An outcome replaces the QUEUED status its URL got when released because it is newer:
+        # a fetch starts after its release (on a cluster, clocks must agree to well within the
+        # time from a release to its fetch: a network hop and the host's politeness wait).
         at = np.fromiter((t for _, _, _, _, t in kept), np.int64, n)
         hosts = np.fromiter((host_key(host_of(url)) for url in urls), np.uint32, n)
         values = outcomes(n, status=status, at_ms=at, http_status=http, reason=reasons, host=hosts)
@@ -403,9 +453,22 @@ class CrawlDbPartition:
             return self._drum.reason_code("other")
 
     def _deliver(self, results: list[MergeResult], now_ms: int, answer: Answer) -> None:
-        batches: dict[str, list[list[str]]] = {}
+        batches: dict[str, list[list]] = {}
         turned_away: list[tuple[str, str, int, str, int]] = []
+        released: list[tuple[bytes, float]] = []
         for result in results:
+            if result.due is not None and self._releasing:
+                self._last_release_ms = now_ms
+                self._ops_since_release = 0
+                self._pending = result.due.remaining
+                self._release_again = result.due.full and self._pending > 0
+                answer.count("releases")
+                values = result.due.values
+                depth = np.where(values["depth"] == NO_DEPTH, 0, values["depth"])
+                ranks = rank(values["score"].astype(np.float64), depth, self._scores.depth_penalty)
+                released += zip(result.due.payloads, ranks.round(4).tolist(), strict=True)
+            # New URLs of a merge that released were counted by its selection.
+            counted = result.due is not None
             answer.count("merges")
             answer.count("merges.major", int(result.major))
             answer.count("urls.archived", result.archived)
@@ -425,7 +488,18 @@ class CrawlDbPartition:
                         turned_away.append((url, Status.REJECTED.value, 0, reason, now_ms))
                         answer.count(f"urls.rejected.{reason}")
                         continue
-                batches.setdefault(host_of(url), []).append([url, hops, via])
+                if self._releasing:
+                    self._pending += not counted  # (until the next release counts again)
+                else:
+                    batches.setdefault(host_of(url), []).append([url, hops, via])
+        if released:
+            rejected = {url for url, _, _, _, _ in turned_away}
+            for payload, url_rank in released:
+                url, hops, via = decode_payload(payload)
+                if url in rejected:
+                    continue
+                batches.setdefault(host_of(url), []).append([url, hops, via, 0, url_rank])
+            answer.count("urls.released", sum(len(items) for items in batches.values()))
         answer.requests = [
             (host, json.dumps(items, separators=(",", ":"))) for host, items in batches.items()
         ]

@@ -1,4 +1,4 @@
-"""The per-host queue of the frontier: a FIFO of URL entries kept in keyed state.
+"""The per-host queue of the frontier: URL entries kept in keyed state, served in order.
 
 Entries live in a map ``sequence number -> payload`` with the (head, tail) bounds beside it, so
 that pushing and popping cost one state access each whatever the queue length (a list state
@@ -6,8 +6,13 @@ would be rewritten whole on every pop). The store is anything with ``get``/``put
 Flink's ``MapState`` in the job, a ``dict`` wrapper in tests.
 
 A payload is a :class:`QueueEntry` as compact JSON: ``[url, hops, via]`` as the crawl DB sends
-it, or ``[url, hops, via, attempts]`` for a URL put back to be fetched again after a failure
-that may pass (``attempts``: failed attempts so far; see :mod:`crawl.politeness`).
+it without priority, ``[url, hops, via, attempts, rank]`` with its rank (:mod:`crawl.priority`),
+or with ``attempts`` (failed attempts so far; see :mod:`crawl.politeness`) for a URL put back
+to be fetched again after a failure that may pass.
+
+With priority, the crawl DB hands a host only a few URLs at a time, and
+:meth:`HostQueue.push_ranked` keeps that short queue best rank first (URLs put back for a retry
+stay in front): the frontier serves each host's best URL first.
 """
 
 from __future__ import annotations
@@ -25,19 +30,29 @@ class QueueEntry(NamedTuple):
     hops: str
     via: str
     attempts: int = 0
+    rank: float = 0.0
 
     def encode(self) -> str:
-        """The payload stored in the queue (the 3-item form while there was no attempt)."""
-        items: list[str | int] = [self.url, self.hops, self.via]
-        if self.attempts:
+        """The payload stored in the queue (the 3-item form while there was no attempt and
+        there is no rank)."""
+        items: list[str | int | float] = [self.url, self.hops, self.via]
+        if self.attempts or self.rank:
             items.append(self.attempts)
+        if self.rank:
+            items.append(self.rank)
         return json.dumps(items, separators=(",", ":"))
 
     @classmethod
     def decode(cls, payload: str) -> QueueEntry:
-        """The entry of a stored payload (either form)."""
+        """The entry of a stored payload (any form)."""
         items = json.loads(payload)
-        return cls(items[0], items[1], items[2], items[3] if len(items) > 3 else 0)
+        return cls(
+            items[0],
+            items[1],
+            items[2],
+            items[3] if len(items) > 3 else 0,
+            items[4] if len(items) > 4 else 0.0,
+        )
 
 
 class MapStore(Protocol):
@@ -99,6 +114,21 @@ class HostQueue:
         """Put back at the front (a fetch that must be retried first). O(1)."""
         self.head -= 1
         self._entries.put(self.head, payload)
+
+    def push_ranked(self, payloads: list[str]) -> None:
+        """Add entries with a rank and order the whole queue: entries put back for a retry
+        first, then best rank first, ties in arrival order. O(queue length) state accesses,
+        meant for the short queues of priority (a host's window of URLs)."""
+        entries = []
+        while (payload := self.pop()) is not None:
+            entries.append(payload)
+        entries += payloads
+        decoded = [QueueEntry.decode(payload) for payload in entries]
+        order = sorted(
+            range(len(entries)), key=lambda i: (decoded[i].attempts == 0, -decoded[i].rank)
+        )
+        for i in order:
+            self.push(entries[i])
 
     def pop(self) -> str | None:
         """Remove and return the front entry, None when empty. O(1)."""

@@ -61,6 +61,8 @@ class RecentUrls:
 
     Mercator's lesson: most links point to a few popular pages, so a small cache in front of
     the URL-seen test drops most repeats before they cost a loop record and a state lookup.
+    (A link from another host is remembered with that host: each host's link counts for the
+    linked page's priority.)
     Holds between ``capacity / 2`` and ``capacity`` URLs; lookups and inserts are O(1).
     """
 
@@ -166,7 +168,7 @@ class PageProcessor:
         vnode, with ``done`` (the page's own outcome) in the line of its own vnode."""
         status = self._status
         status.count("links.found", len(found))
-        fresh = [item for item in found if self._recent.add(item[0])]
+        fresh = [item for item in found if self._recent.add(_recent_key(item))]
         if len(fresh) < len(found):
             status.count("links.recent", len(found) - len(fresh))
             found = fresh
@@ -320,6 +322,16 @@ def metadata_fields(result: FetchResult, found: list[FoundUrl]) -> list[tuple[st
     fields.append(("fetchTimeMs", str(result.duration_ms)))
     fields += [("outlink", f"{url} {hops[-1:] or '-'}") for url, hops, _ in found]
     return fields
+
+
+def _recent_key(found: FoundUrl) -> str:
+    """What the cache of recent URLs remembers of a found URL: the URL, and the host that
+    linked it when that is another host, so that a page linked from many hosts reaches the
+    crawl DB once from each (its score counts links from other domains: crawl/priority.py)
+    while the links a site repeats on its own pages are dropped."""
+    url, _, via = found
+    source = _host(via) if via else ""
+    return url if not source or source == _host(url) else f"{url} {source}"
 
 
 def _host(url: str) -> str:

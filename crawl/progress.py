@@ -226,11 +226,12 @@ class QuietTracker:
 
 
 def is_idle(figures: CrawlFigures, quiet_seconds: float, idle_seconds: float) -> bool:
-    """Idle: nothing queued (in the frontier or in a crawl DB buffer), and quiet for
-    ``idle_seconds`` (0 means never idle)."""
+    """Idle: nothing queued (in the frontier, in a crawl DB buffer, or in the crawl DB waiting
+    to be released to the frontier), and quiet for ``idle_seconds`` (0 means never idle)."""
     return (
         idle_seconds > 0
         and figures.gauge("fetch.queued") == 0
         and figures.gauge("crawldb.buffered") == 0
+        and figures.gauge("crawldb.pending") == 0
         and quiet_seconds >= idle_seconds
     )

@@ -280,7 +280,7 @@ class HostScheduler:
             payload = state.queue.pop()
             if payload is None:
                 return wake
-            url, hops, via, _ = QueueEntry.decode(payload)
+            url, hops, via = QueueEntry.decode(payload)[:3]
             allowed, reason = policy.verdict(url)
             if not allowed:
                 wake.results.append(
@@ -362,7 +362,7 @@ class HostScheduler:
                 duration_ms=now_ms - state.lease_started_ms,
             )
             if state.lease_kind == LEASE_PAGE:
-                url, hops, via, _ = QueueEntry.decode(state.lease_payload)
+                url, hops, via = QueueEntry.decode(state.lease_payload)[:3]
                 result.url, result.hops, result.via = url, hops, via
         crawl_delay = 0.0
         if state.lease_kind == LEASE_ROBOTS:

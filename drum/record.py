@@ -37,7 +37,8 @@ offset  field                type   meaning and merge rule
 
 Status classes order the statuses for "the newest status wins": class 0 (NONE: a record that
 only carries a lease or counters), class 1 (UNFETCHED: a discovery), class 2 (an outcome:
-FETCHED, REDIRECT, HTTP_ERROR, FETCH_ERROR, ROBOTS_DENIED, REJECTED). This is flink-crawler's
+FETCHED, REDIRECT, HTTP_ERROR, FETCH_ERROR, ROBOTS_DENIED, REJECTED, and QUEUED: handed to the
+frontier at that time). This is flink-crawler's
 DefaultUrlStateMerger: unfetched + unfetched sums the scores, keeps the earliest next fetch and
 the latest status time; a fetch outcome beats an unfetched record; between two outcomes the
 newer wins (a late replay is still counted in the counters, as crawl/crawldb.py does).
@@ -153,6 +154,9 @@ class DrumStatus(enum.IntEnum):
     FETCH_ERROR = 5
     ROBOTS_DENIED = 6
     REJECTED = 7
+    #: Handed to the frontier, not fetched yet (a decision with a time, like an outcome: the
+    #: outcome of the fetch, newer, replaces it; next fetch NEVER, so it is never due).
+    QUEUED = 8
 
 
 FAILURE_STATUSES = (DrumStatus.HTTP_ERROR, DrumStatus.FETCH_ERROR)

@@ -64,6 +64,7 @@ from drum.record import (
     FAILURE_STATUSES,
     LAYOUT_VERSION,
     NEVER,
+    NO_DEPTH,
     PAYLOAD_FIELDS,
     RECORD,
     DrumStatus,
@@ -108,6 +109,12 @@ class DuePolicy:
     min_score: float = float("-inf")
     #: A selected URL is leased this long: not selected again before (0: no lease).
     lease_ms: int = 3_600_000
+    #: Mark each selected URL QUEUED (at the merge's time) instead of leasing it: it is not
+    #: due again until an outcome replaces that status, and ``per_host`` then bounds the URLs
+    #: of a host that are QUEUED at once (those already queued count), not those of one merge.
+    mark_queued: bool = False
+    #: Rank = score - depth_weight x depth (hops from a seed; 0: by score alone).
+    depth_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -192,6 +199,11 @@ class DueSelection:
     values: np.ndarray  #: RECORD, before the lease
     payloads: list[bytes]
     leased_until_ms: int
+    #: Records that were due but not selected (over ``max_urls`` or a host's ``per_host``).
+    remaining: int = 0
+    #: The candidates reached ``max_urls`` (before ``mark_queued`` trimmed full hosts): a
+    #: further selection may take more of the remaining records at once.
+    full: bool = False
 
 
 @dataclass(frozen=True)
@@ -413,61 +425,102 @@ def _rank_within(groups: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 class _DueSelector:
-    """Best ``max_urls`` due records by (score desc, key asc), at most ``per_host`` per host.
-    Exact and incremental: memory O(max_urls + one chunk)."""
+    """Best ``max_urls`` due records by (rank desc, key asc), at most ``per_host`` per host,
+    rank being ``score - depth_weight x depth``. Exact and incremental: memory O(max_urls + one
+    chunk). With ``mark_queued``, a host's QUEUED records count against its ``per_host`` too:
+    they are counted during the scan and the candidates trimmed at the end (so a selection may
+    hold fewer than ``max_urls`` when candidates of full hosts were kept over others)."""
 
     def __init__(self, policy: DuePolicy) -> None:
         self.policy = policy
         self.keys = _EMPTY_KEYS
         self.values = np.empty(0, dtype=RECORD)
+        self.rank = np.empty(0, dtype=np.float64)
+        #: Due records offered (selected or not).
+        self.due = 0
+        self.full = False
+        self._queued_hosts: list[np.ndarray] = []
 
-    def offer(self, keys: np.ndarray, values: np.ndarray) -> None:
+    def _rank(self, values: np.ndarray) -> np.ndarray:
+        rank = values["score"].astype(np.float64)
+        if self.policy.depth_weight:
+            depth = values["depth"]
+            rank -= self.policy.depth_weight * np.where(depth == NO_DEPTH, 0, depth)
+        return rank
+
+    def _better_than_worst(self, keys: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        worst_rank, worst_key = self.rank[-1], self.keys[-1]
+        return (rank > worst_rank) | ((rank == worst_rank) & (keys < worst_key))
+
+    def offer(self, keys: np.ndarray, values: np.ndarray, rank: np.ndarray | None = None) -> None:
         """Merge candidates in. O(c log c) for c candidates that can still make it."""
         max_urls = self.policy.max_urls
         if len(keys) == 0 or max_urls <= 0:
             return
+        if rank is None:
+            rank = self._rank(values)
         if len(self.keys) >= max_urls:
-            # Full: only candidates better than the worst selected, by (score desc, key asc).
-            worst_score = self.values["score"][-1]
-            worst_key = self.keys[-1]
-            score = values["score"]
-            better = (score > worst_score) | ((score == worst_score) & (keys < worst_key))
+            better = self._better_than_worst(keys, rank)
             if not better.any():
                 return
-            keys, values = keys[better], select(values, better)
+            keys, values, rank = keys[better], select(values, better), rank[better]
         keys = np.concatenate((self.keys, keys))
         values = concat([self.values, values])
-        score = values["score"].astype(np.float64)
+        rank = np.concatenate((self.rank, rank))
         if self.policy.per_host > 0:
             hosts = values["host"]
-            order = np.lexsort((keys, -score, hosts))
-            rank = _rank_within(hosts, order)
-            keep = (rank < self.policy.per_host) | (hosts == 0)
-            keys, values, score = keys[keep], select(values, keep), score[keep]
-        order = np.lexsort((keys, -score))[:max_urls]
-        self.keys, self.values = keys[order], take(values, order)
+            order = np.lexsort((keys, -rank, hosts))
+            within = _rank_within(hosts, order)
+            keep = (within < self.policy.per_host) | (hosts == 0)
+            keys, values, rank = keys[keep], select(values, keep), rank[keep]
+        order = np.lexsort((keys, -rank))[:max_urls]
+        self.keys, self.values, self.rank = keys[order], take(values, order), rank[order]
 
     def offer_due(self, keys: np.ndarray, values: np.ndarray, now_ms: int) -> None:
         """Offer the records of a chunk that are due at ``now_ms``: UNFETCHED or an outcome,
         next fetch time reached, not leased, score at least the policy's minimum."""
-        if len(self.keys) >= self.policy.max_urls:  # cheap test first: can any make it?
-            worst_score = self.values["score"][-1]
-            score = values["score"]
-            better = (score > worst_score) | ((score == worst_score) & (keys < self.keys[-1]))
-            if not better.any():
-                return
-            keys, values = keys[better], select(values, better)
+        status = values["status"]
+        if self.policy.mark_queued and self.policy.per_host > 0:
+            queued = status == DrumStatus.QUEUED
+            if queued.any():
+                self._queued_hosts.append(values["host"][queued])
         due = (
-            (values["status"] >= DrumStatus.UNFETCHED)
+            (status >= DrumStatus.UNFETCHED)
             & (values["next_fetch_ms"] <= now_ms)
             & (values["leased_until_ms"] <= now_ms)
             & (values["score"] >= self.policy.min_score)
         )
-        if due.any():
-            self.offer(keys[due], select(values, due))
+        count = int(np.count_nonzero(due))
+        if not count:
+            return
+        self.due += count
+        keys, values = keys[due], select(values, due)
+        rank = self._rank(values)
+        if len(self.keys) >= self.policy.max_urls:  # cheap test first: can any make it?
+            better = self._better_than_worst(keys, rank)
+            if not better.any():
+                return
+            keys, values, rank = keys[better], select(values, better), rank[better]
+        self.offer(keys, values, rank)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """The selection, best first."""
+        self.full = len(self.keys) >= self.policy.max_urls > 0
+        if self._queued_hosts and len(self.keys):
+            queued_hosts, queued = np.unique(
+                np.concatenate(self._queued_hosts), return_counts=True
+            )
+            hosts = self.values["host"]
+            where = np.searchsorted(queued_hosts, hosts)
+            where = np.minimum(where, len(queued_hosts) - 1)
+            already = np.where(queued_hosts[where] == hosts, queued[where], 0)
+            order = np.lexsort((self.keys, -self.rank, hosts))
+            within = _rank_within(hosts, order)
+            keep = (within + already < self.policy.per_host) | (hosts == 0)
+            self.keys, self.values, self.rank = (
+                self.keys[keep], select(self.values, keep), self.rank[keep]
+            )
+            self._queued_hosts = []
         return self.keys, self.values
 
 
@@ -1235,7 +1288,9 @@ class _MergeState:
         if policy.min_score is not None:
             mask |= (status == DrumStatus.UNFETCHED) & (values["score"] < policy.min_score)
         if policy.archive_done:
-            mask |= (status >= 2) & (values["next_fetch_ms"] == NEVER)
+            mask |= (
+                (status >= 2) & (status != DrumStatus.QUEUED) & (values["next_fetch_ms"] == NEVER)
+            )
         mask &= ~leased
         if policy.host_max_urls > 0:
             keep = np.flatnonzero(~mask)
@@ -1286,11 +1341,17 @@ class _MergeState:
             new_archives.append(self._finish_run(archive_writer))
         due_keys, due_values = selector.result()
         lease_until = now + due_policy.lease_ms if due_policy.lease_ms > 0 else 0
+        if due_policy.mark_queued:
+            lease_until = 0
         new_deltas: list[RunFile] = []
-        if len(due_keys) and lease_until:
+        if len(due_keys) and (lease_until or due_policy.mark_queued):
             order = np.argsort(due_keys)
             lease = neutral(len(due_keys))
-            lease["leased_until_ms"] = lease_until
+            if due_policy.mark_queued:
+                lease["status"] = DrumStatus.QUEUED
+                lease["status_ms"] = now
+            else:
+                lease["leased_until_ms"] = lease_until
             writer = self._run_writer(KIND_DELTA)
             writer.append(due_keys[order], lease)
             new_deltas.append(self._finish_run(writer))
@@ -1310,7 +1371,12 @@ class _MergeState:
         )
         due_manifest = self.manifest.evolve(payloads=self.payloads)
         due_selection = DueSelection(
-            due_keys, due_values, self.drum.read_payloads(due_values, due_manifest), lease_until
+            due_keys,
+            due_values,
+            self.drum.read_payloads(due_values, due_manifest),
+            lease_until,
+            remaining=selector.due - len(due_keys),
+            full=selector.full,
         )
         self._lap("major.read_due_payloads")
         return MergeResult(

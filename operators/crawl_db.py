@@ -52,6 +52,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._output_dir = output_dir
         self._section = config.crawldb
         self._admission_section = config.admission
+        self._priority = config.priority
         self._routing = config.politeness.fetch_routing
         self._vnodes = config.crawl.vnodes
         self._connect_to = config.fetch.connect_to_rules
@@ -83,14 +84,17 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._root = str(layout.crawldb)
         self._flush_ms = int(self._section.flush_seconds * 1000)
         self._partitions: dict[int, CrawlDbPartition] = {}
-        # Partitions with a flush timer registered by this attempt.
-        self._flush_pending: set[int] = set()
+        # The earliest timer this attempt registered for each partition, until it fires.
+        self._timers: dict[int, int] = {}
         self._status = StageStatus(layout.status, "crawldb", subtask.index, subtask.attempt)
         self._status.gauge_functions["known"] = lambda: sum(
             p.known for p in list(self._partitions.values())
         )
         self._status.gauge_functions["buffered"] = lambda: sum(
             p.buffered for p in list(self._partitions.values())
+        )
+        self._status.gauge_functions["pending"] = lambda: sum(
+            p.pending for p in list(self._partitions.values())
         )
         self._faults = FaultInjector("crawl-db", self._output_dir)
         self._subtask = subtask.index
@@ -120,23 +124,35 @@ class CrawlDbFunction(KeyedProcessFunction):
         now = ctx.timer_service().current_processing_time()
         answer = partition.apply(found, done, now)
         self._store(partition, payload)
-        if partition.buffered and key not in self._flush_pending:
-            ctx.timer_service().register_processing_time_timer(now + self._flush_ms)
-            self._flush_pending.add(key)
+        self._schedule(key, partition, now, ctx)
         yield from self._emit(answer, began)
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext):
         began = time.thread_time()
         key = ctx.get_current_key()
-        self._flush_pending.discard(key)
+        if self._timers.get(key) == timestamp:
+            del self._timers[key]
         partition = self._partition(key)
         now = ctx.timer_service().current_processing_time()
         answer = partition.flush(now)
         self._store(partition, None)
-        if partition.buffered:  # URLs turned away, recorded by the next merge
-            ctx.timer_service().register_processing_time_timer(now + self._flush_ms)
-            self._flush_pending.add(key)
+        self._schedule(key, partition, now, ctx)
         yield from self._emit(answer, began)
+
+    def _schedule(self, key: int, partition: CrawlDbPartition, now: int, ctx) -> None:
+        """Have a timer wake the partition when its buffer must be merged (URLs turned away
+        too: they are recorded by the next merge) or URLs must be released. Timers are
+        checkpointed, so a partition whose URLs wait is woken after a restore too."""
+        due = now + self._flush_ms if partition.buffered else None
+        release = partition.next_release_ms(now)
+        if release is not None:
+            due = release if due is None else min(due, release)
+        if due is None:
+            return
+        registered = self._timers.get(key)
+        if registered is None or registered > due:
+            ctx.timer_service().register_processing_time_timer(due)
+            self._timers[key] = due
 
     def _partition(self, key: int) -> CrawlDbPartition:
         partition = self._partitions.get(key)
@@ -151,6 +167,7 @@ class CrawlDbFunction(KeyedProcessFunction):
                     CachedStore(_MapStateStore(self._admission_state)),
                     **dataclasses.asdict(self._admission_section),
                 ),
+                priority=self._priority,
             )
             self._partitions[key] = partition
             self._status.count("journal.unreadable", partition.unreadable_journal_entries)

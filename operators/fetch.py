@@ -13,9 +13,9 @@ checkpoint is in its state as a lease and is fetched again after a restore.
 
 State, keyed by host:
 
-1. ``queue``: MapState sequence -> JSON ``[url, hops, via]`` (``[url, hops, via, attempts]``
-   for a URL put back to be fetched again: :class:`crawl.frontier.QueueEntry`), the host's
-   FIFO.
+1. ``queue``: MapState sequence -> JSON ``[url, hops, via]`` (``[url, hops, via, attempts,
+   rank]`` with priority or for a URL put back to be fetched again:
+   :class:`crawl.frontier.QueueEntry`), the host's queue, best rank first with priority.
 2. ``host-v2``: a row with the queue bounds, the politeness clock (next allowed start, last
    response time), the lease of the fetch in flight (kind, payload, start), the time of the
    registered wake-up timer, the fetch time of the robots.txt record and the host's
@@ -63,6 +63,10 @@ from operators.context import Lifecycle, subtask_of
 __all__ = ["FetchFunction"]
 
 log = logging.getLogger(__name__)
+
+#: A host queue longer than this is not reordered when URLs with a rank arrive (with priority
+#: a host gets ``priority.host_window`` URLs at a time; a longer queue is one filled before).
+_RANKED_QUEUE_MAX = 1000
 
 #: Layout version of the robots row.
 ROBOTS_ROW_VERSION = 1
@@ -181,8 +185,12 @@ class FetchFunction(KeyedProcessFunction):
         payloads = json.loads(value[1])
         row = self._host_row()
         state = self._load(host, row)
-        for item in payloads:
-            state.queue.push(json.dumps(item, separators=(",", ":")))
+        encoded = [json.dumps(item, separators=(",", ":")) for item in payloads]
+        if payloads and len(payloads[0]) > 4 and len(state.queue) < _RANKED_QUEUE_MAX:
+            state.queue.push_ranked(encoded)  # URLs released by priority: best first
+        else:
+            for payload in encoded:
+                state.queue.push(payload)
         self._status.count("urls.in", len(payloads))
         wake_ms = row[_WAKE_MS] if row is not None else 0
         if not wake_ms:

@@ -1,0 +1,284 @@
+"""Priority: what each discovery adds to a URL's score, the crawl DB releasing each host's
+best-ranked URLs a window at a time (DRUM due selection, QUEUED records), and the frontier
+serving a host's queue best first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crawl.config import CrawlDbSection, PrioritySection
+from crawl.crawldb import CrawlDbPartition, partition_directory
+from crawl.frontier import DictStore, HostQueue, QueueEntry
+from crawl.priority import ScorePolicy, rank
+from crawl.processing import _recent_key
+from crawl.progress import CrawlFigures, is_idle
+from drum import (
+    ArchivePolicy,
+    Drum,
+    DrumConfig,
+    DrumStatus,
+    DuePolicy,
+    discoveries,
+    host_key,
+    outcomes,
+    url_keys,
+)
+from tests.unit.test_crawldb import KeyedState, record_of
+
+T0 = 1_700_000_000_000
+SECTION = CrawlDbSection(buffer_ops=1000, block_records=4, max_deltas=3, max_archives=2,
+                         file_grace_seconds=10.0, fsync=False)
+PRIORITY = PrioritySection(host_window=2, release_batch=100, release_seconds=1.0)
+POLICY = ScorePolicy(PrioritySection())
+
+
+# ---------------------------------------------------------------------------- scores
+
+
+@pytest.mark.parametrize(
+    ("url", "hops", "via", "expected"),
+    [
+        ("http://a.example/", "", "", 10.0),  # a seed
+        ("http://a.example/p", "SM", "http://a.example/sitemap.xml", 1.0),  # in a sitemap
+        ("http://a.example/p", "LM", "http://b.example/sitemap.xml", 1.0),
+        ("http://a.example/p", "L", "http://b.example/x", 1.0),  # from another domain
+        ("http://a.example/p", "LL", "http://a.example/x", 0.1),  # from the same host
+        ("http://shop.a.example/p", "L", "http://www.a.example/", 0.1),  # same domain
+        ("http://a.example/p", "LR", "http://b.example/r", 1.0),  # a redirect across domains
+        ("http://a.example/p", "E", "http://cdn.b.example/", 1.0),  # an embed
+        ("http://a.example:8080/p", "L", "http://a.example/", 0.1),  # a port: same domain
+        ("http://10.0.0.1/p", "L", "http://10.0.0.2/", 1.0),  # addresses: their own domains
+        ("http://10.0.0.1/p", "L", "http://10.0.0.1:81/", 0.1),
+        ("http://x.github.io/p", "L", "http://y.github.io/", 1.0),  # public suffix
+        ("http://a.example/p", "L", "", 0.1),  # no referrer: as a link of its own site
+        ("http://a.example/p", "L", "not a url", 0.1),
+    ],
+)
+def test_what_a_discovery_adds_to_the_score(url: str, hops: str, via: str,
+                                            expected: float) -> None:
+    assert POLICY.score(url, hops, via) == pytest.approx(expected)
+
+
+def test_scores_and_rank_follow_the_configuration() -> None:
+    policy = ScorePolicy(PrioritySection(seed_boost=3, sitemap_boost=2, other_domain_link=5,
+                                         same_domain_link=0, depth_penalty=0.5))
+    found = [("http://a.example/", "", ""), ("http://a.example/s", "M", "http://a.example/m"),
+             ("http://a.example/o", "L", "http://b.example/"),
+             ("http://a.example/i", "L", "http://a.example/")]
+    assert policy.scores(found) == [3, 2, 5, 0]
+    assert rank(5.0, 4, policy.depth_penalty) == 3.0
+    assert rank(np.array([1.0, 2.0]), np.array([0, 2]), 0.5).tolist() == [1.0, 1.0]
+
+
+def test_priority_settings_are_checked() -> None:
+    from crawl.config import Config, ConfigError
+
+    for bad in ({"host_window": 0}, {"release_batch": 0}, {"release_seconds": 0},
+                {"same_domain_link": -1}, {"depth_penalty": float("nan")}):
+        with pytest.raises(ConfigError, match="priority"):
+            Config(priority=PrioritySection(**bad)).validate()
+
+
+# ---------------------------------------------------------------------------- DRUM release
+
+
+def _drum(tmp_path: Path, **due) -> Drum:
+    policy = DuePolicy(max_urls=100, per_host=2, lease_ms=0, mark_queued=True, **due)
+    config = DrumConfig(buffer_ops=1000, block_records=4, due=policy, fsync=False,
+                        archive=ArchivePolicy(archive_done=True))
+    return Drum.create(str(tmp_path / "drum"), config)
+
+
+def _discover(drum: Drum, urls: list[str], scores: list[float], depths: list[int],
+              now: int) -> None:
+    hosts = np.array([host_key(u.split("/")[2]) for u in urls], dtype=np.uint32)
+    values = discoveries(len(urls), now_ms=now, score=np.array(scores, dtype=np.float32),
+                         depth=np.array(depths), host=hosts)
+    drum.check_update(url_keys(urls), values, [u.encode() for u in urls], now_ms=now)
+
+
+def _released(drum: Drum, now: int) -> tuple[list[str], int]:
+    due = drum.merge(now_ms=now, major=True).due
+    assert due is not None
+    return [p.decode() for p in due.payloads], due.remaining
+
+
+def test_a_release_takes_each_hosts_best_ranked_urls_up_to_its_window(tmp_path: Path) -> None:
+    drum = _drum(tmp_path, depth_weight=0.5)
+    urls = [f"http://a.example/{i}" for i in range(4)] + ["http://b.example/0"]
+    # Ranks: 1.0, 3.0, 2.5 (score 3.5 at depth 2), 0.5, and b's 0.1.
+    _discover(drum, urls, [1.0, 3.0, 3.5, 0.5, 0.1], [0, 0, 2, 0, 0], T0)
+    released, remaining = _released(drum, T0 + 1)
+    assert released == ["http://a.example/1", "http://a.example/2", "http://b.example/0"]
+    assert remaining == 2
+    # Released URLs are QUEUED: not due again, and they fill their host's window.
+    assert _released(drum, T0 + 2) == ([], 2)
+    # An outcome frees a slot of a's window: its next best goes.
+    done = outcomes(1, status=DrumStatus.FETCHED, at_ms=T0 + 3, host=host_key("a.example"))
+    drum.update(url_keys(["http://a.example/1"]), done, None, now_ms=T0 + 3)
+    assert _released(drum, T0 + 4) == (["http://a.example/0"], 1)
+
+
+def test_release_batch_bounds_a_release_best_first_across_hosts(tmp_path: Path) -> None:
+    policy = DuePolicy(max_urls=2, per_host=5, lease_ms=0, mark_queued=True)
+    drum = Drum.create(str(tmp_path / "d"), DrumConfig(block_records=2, due=policy, fsync=False))
+    urls = ["http://a.example/0", "http://b.example/0", "http://c.example/0",
+            "http://d.example/0"]
+    _discover(drum, urls, [0.1, 4.0, 2.0, 3.0], [0] * 4, T0)
+    assert _released(drum, T0 + 1) == (["http://b.example/0", "http://d.example/0"], 2)
+    assert _released(drum, T0 + 2) == (["http://c.example/0", "http://a.example/0"], 0)
+    assert drum.merge(now_ms=T0 + 3, major=True).due.full is False
+
+
+def test_queued_records_are_neither_archived_nor_replaced_by_older_outcomes(
+    tmp_path: Path,
+) -> None:
+    drum = _drum(tmp_path)
+    url = "http://a.example/x"
+    _discover(drum, [url], [1.0], [1], T0)
+    assert _released(drum, T0 + 10)[0] == [url]
+    # A replayed outcome older than the release does not replace QUEUED; a newer one does.
+    old = outcomes(1, status=DrumStatus.FETCH_ERROR, at_ms=T0 + 5, host=host_key("a.example"))
+    drum.update(url_keys([url]), old, None, now_ms=T0 + 11)
+    drum.merge(now_ms=T0 + 12, major=True)
+    ((keys, values, _),) = list(drum.items())
+    assert values["status"].tolist() == [DrumStatus.QUEUED]  # kept in the main run
+    new = outcomes(1, status=DrumStatus.FETCHED, at_ms=T0 + 20, host=host_key("a.example"))
+    drum.update(url_keys([url]), new, None, now_ms=T0 + 21)
+    drum.merge(now_ms=T0 + 22, major=True)
+    assert drum.counters.archived == 1  # done for good: archived
+
+
+# ---------------------------------------------------------------------------- crawl DB
+
+
+@pytest.fixture
+def directory(tmp_path: Path) -> str:
+    return partition_directory(str(tmp_path / "crawldb"), 0)
+
+
+def _batches(answer) -> dict[str, list[list]]:
+    return {host: json.loads(batch) for host, batch in answer.requests}
+
+
+def test_the_crawl_db_releases_better_linked_urls_first(directory: str) -> None:
+    state = KeyedState()
+    db = CrawlDbPartition(directory, SECTION, priority=PRIORITY)
+    page = "http://a.example/"
+    links = [(f"http://a.example/{i}", "L", page) for i in range(4)]
+    # /3 is linked from three other domains, /2 from one; /0 and /1 only from their own site.
+    links += [("http://a.example/3", "L", f"http://{h}.other/") for h in ("x", "y", "z")]
+    links += [("http://a.example/2", "L", "http://w.other/")]
+    state.apply(db, links, [], T0)
+    answer = state.flush(db, T0 + 500)
+    batches = _batches(answer)
+    assert [item[0] for item in batches["a.example"]] == ["http://a.example/3",
+                                                           "http://a.example/2"]
+    ranks = [item[4] for item in batches["a.example"]]
+    assert ranks == pytest.approx([3.1 - 0.1, 1.1 - 0.1])  # score - 0.1 x depth 1
+    assert answer.counts["urls.released"] == 2 and db.pending == 2
+    assert record_of(db, "http://a.example/3")["status"] == DrumStatus.QUEUED
+    # Nothing more until an outcome frees the window (and not before release_seconds).
+    assert db.next_release_ms(T0 + 600) is None
+    done = [("http://a.example/3", "FETCHED", 200, "http:200", T0 + 700)]
+    state.apply(db, [], done, T0 + 800)
+    assert db.next_release_ms(T0 + 800) == T0 + 1500
+    assert _batches(state.flush(db, T0 + 1000)) == {}  # merged, not released yet
+    answer = state.flush(db, T0 + 1500)
+    assert [item[0] for item in _batches(answer)["a.example"]] in (
+        ["http://a.example/0"], ["http://a.example/1"])
+    assert db.pending == 1
+
+
+def test_seeds_go_before_links_and_a_restore_does_not_release_twice(directory: str,
+                                                                   tmp_path: Path) -> None:
+    state = KeyedState()
+    db = CrawlDbPartition(directory, SECTION, priority=PRIORITY)
+    state.apply(db, [("http://a.example/p", "L", "http://b.other/"),
+                     ("http://a.example/", "", ""), ("http://a.example/q", "L", "")], [], T0)
+    first = _batches(state.flush(db, T0 + 1))
+    assert [item[0] for item in first["a.example"]] == ["http://a.example/",
+                                                         "http://a.example/p"]
+    saved = state.snapshot()
+    db.close()
+    # Restored from the checkpoint's values: the QUEUED URLs stay with the frontier.
+    restored = CrawlDbPartition(directory, SECTION, manifest=saved.manifest,
+                                journal=saved.journal, history=saved.history, priority=PRIORITY)
+    assert restored.next_release_ms(T0 + 5) == T0 + 5  # a restored partition looks once
+    assert _batches(restored.flush(T0 + 5)) == {}  # the window is full
+    assert restored.pending == 1
+
+
+def test_urls_turned_away_by_admission_are_not_released(directory: str) -> None:
+    from crawl.admission import Admission, MemoryStore
+
+    admission = Admission(MemoryStore(), max_urls_per_shape=1)
+    db = CrawlDbPartition(directory, SECTION, admission=admission,
+                          priority=PrioritySection(host_window=10))
+    db.apply([(f"http://a.example/cal/{i}", "L", "http://a.example/") for i in range(3)], [], T0)
+    answer = db.flush(T0 + 1)
+    assert len(_batches(answer)["a.example"]) == 1
+    assert answer.counts["urls.rejected.trap:shape-budget"] == 2
+    db.flush(T0 + 2000)  # the REJECTED outcomes are merged
+    statuses = sorted(record_of(db, f"http://a.example/cal/{i}")["status"] for i in range(3))
+    assert statuses == [DrumStatus.REJECTED, DrumStatus.REJECTED, DrumStatus.QUEUED]
+
+
+def test_without_priority_new_urls_go_at_once_in_the_order_found(directory: str) -> None:
+    db = CrawlDbPartition(directory, SECTION, priority=PrioritySection(enabled=False))
+    db.apply([(f"http://a.example/{i}", "L", "http://b.other/") for i in range(5)], [], T0)
+    batch = _batches(db.flush(T0 + 1))["a.example"]
+    assert [item[0] for item in batch] == [f"http://a.example/{i}" for i in range(5)]
+    assert db.pending == 0 and db.next_release_ms(T0 + 2) is None
+
+
+# ---------------------------------------------------------------------------- frontier
+
+
+def test_a_host_queue_serves_retries_first_then_best_rank_first() -> None:
+    queue = HostQueue(DictStore())
+    queue.push(QueueEntry("http://a/1", "L", "", 0, 0.5).encode())
+    queue.push(QueueEntry("http://a/retry", "L", "", 2, 0.1).encode())
+    queue.push_ranked([QueueEntry("http://a/2", "L", "", 0, 3.0).encode(),
+                       QueueEntry("http://a/3", "L", "", 0, 0.5).encode()])
+    order = []
+    while (payload := queue.pop()) is not None:
+        order.append(QueueEntry.decode(payload).url)
+    assert order == ["http://a/retry", "http://a/2", "http://a/1", "http://a/3"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "payload"),
+    [
+        (QueueEntry("u", "L", "v"), '["u","L","v"]'),
+        (QueueEntry("u", "L", "v", 2), '["u","L","v",2]'),
+        (QueueEntry("u", "L", "v", 0, 1.5), '["u","L","v",0,1.5]'),
+        (QueueEntry("u", "L", "v", 1, -0.25), '["u","L","v",1,-0.25]'),
+    ],
+)
+def test_queue_entries_round_trip_in_their_compact_forms(entry: QueueEntry,
+                                                         payload: str) -> None:
+    assert entry.encode() == payload
+    assert QueueEntry.decode(payload) == entry
+
+
+# ---------------------------------------------------------------------------- process, idle
+
+
+def test_the_recent_url_cache_lets_one_link_from_each_other_host_through() -> None:
+    target = "http://a.example/popular"
+    assert _recent_key((target, "L", "http://a.example/x")) == target
+    assert _recent_key((target, "", "")) == target
+    assert _recent_key((target, "L", "http://b.example/y")) == f"{target} b.example"
+    assert _recent_key((target, "L", "http://b.example:81/y")) == f"{target} b.example:81"
+
+
+def test_urls_waiting_in_the_crawl_db_keep_the_crawl_from_being_idle() -> None:
+    figures = CrawlFigures(counters={"fetch.timers": 1}, gauges={"crawldb.pending": 3.0})
+    assert not is_idle(figures, quiet_seconds=100, idle_seconds=10)
+    figures.gauges["crawldb.pending"] = 0.0
+    assert is_idle(figures, quiet_seconds=100, idle_seconds=10)
