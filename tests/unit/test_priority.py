@@ -180,7 +180,8 @@ def test_the_crawl_db_releases_better_linked_urls_first(directory: str) -> None:
                                                            "http://a.example/2"]
     ranks = [item[4] for item in batches["a.example"]]
     assert ranks == pytest.approx([3.1 - 0.1, 1.1 - 0.1])  # score - 0.1 x depth 1
-    assert answer.counts["urls.released"] == 2 and db.pending == 2
+    assert answer.counts["urls.released"] == 2
+    assert db.pending == 2
     assert record_of(db, "http://a.example/3")["status"] == DrumStatus.QUEUED
     # Nothing more until an outcome frees the window (and not before release_seconds).
     assert db.next_release_ms(T0 + 600) is None
@@ -233,7 +234,8 @@ def test_without_priority_new_urls_go_at_once_in_the_order_found(directory: str)
     db.apply([(f"http://a.example/{i}", "L", "http://b.other/") for i in range(5)], [], T0)
     batch = _batches(db.flush(T0 + 1))["a.example"]
     assert [item[0] for item in batch] == [f"http://a.example/{i}" for i in range(5)]
-    assert db.pending == 0 and db.next_release_ms(T0 + 2) is None
+    assert db.pending == 0
+    assert db.next_release_ms(T0 + 2) is None
 
 
 # ---------------------------------------------------------------------------- frontier
