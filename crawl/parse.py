@@ -241,7 +241,7 @@ class LinkExtractor:
                 declared = _charset(result.header("Content-Type"))
             try:
                 document = _lxml_document(result.body, declared)
-                self._read_lxml(document, found)
+                self._read_lxml(document, found, _may_say_nofollow(result.body, declared))
                 parsed.document = document
             except Exception:  # noqa: BLE001 - lxml refused the document: try the slower parser
                 found = _Found()
@@ -268,10 +268,12 @@ class LinkExtractor:
                 found.noindex |= noindex
                 found.nofollow |= nofollow
 
-    def _read_lxml(self, document: lxml.html.HtmlElement, found: _Found) -> None:
+    def _read_lxml(
+        self, document: lxml.html.HtmlElement, found: _Found, may_say_nofollow: bool = True
+    ) -> None:
         if self._hrefs is not None:
             hrefs = self._hrefs(document)
-            if self._obey_nofollow and hrefs:
+            if self._obey_nofollow and hrefs and may_say_nofollow:
                 nofollowed = sum(
                     1 for element in self._with_rel(document)
                     if "nofollow" in _tokens(element.get("rel"))
@@ -440,6 +442,18 @@ def _best(links: list[Outlink], limit: int, own_host: str) -> list[Outlink]:
 
 
 # -- robots directives, refresh and Link headers --------------------------------------------------
+
+
+def _may_say_nofollow(body: bytes, declared: str | None) -> bool:
+    """False when no ``rel`` of the page can hold ``nofollow``: in an ASCII-compatible
+    encoding, the word is then nowhere in its bytes in any case (short of a page spelling it
+    with character references, hiding it from itself). Saves the two walks of the tree that
+    look for ``rel`` attributes on most pages (a quarter of a small page's time)."""
+    if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return True
+    if declared and declared.lower().replace("_", "-").startswith(("utf-16", "utf-32", "ucs")):
+        return True
+    return b"nofollow" in body.lower()
 
 
 def _tokens(value: str | None) -> frozenset[str]:

@@ -151,6 +151,22 @@ def test_rel_nofollow_links_are_not_followed(body: str, expected: list[str], dro
     assert not parsed.nofollow  # a link's rel is not the page's directive
 
 
+@pytest.mark.parametrize(
+    ("encoding", "content_type"),
+    [
+        ("utf-16", "text/html"),  # with a byte order mark
+        ("utf-16-le", "text/html; charset=UTF-16LE"),
+        ("utf-16-be", "text/html; charset=utf_16_be"),
+        ("utf-8", "text/html"),
+        ("cp1252", "text/html; charset=windows-1252"),
+    ],
+)
+def test_rel_nofollow_is_seen_in_any_encoding(encoding: str, content_type: str) -> None:
+    body = '<a href=x rel="NOFOLLOW">x</a><a href=y>y</a>'.encode(encoding)
+    parsed = DEFAULT.extract(_page(body, content_type=content_type))
+    assert parsed.urls == ["http://a.test/dir/y"]
+
+
 def test_nofollow_can_be_ignored() -> None:
     ignoring = LinkExtractor(obey_nofollow=False)
     body = ('<meta name=robots content=nofollow><a href=x rel=nofollow>x</a>'
