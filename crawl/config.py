@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
+    from crawl.parse import LinkExtractor
     from crawl.scope import UrlPolicy
     from crawl.urls import UrlNormalizer
 
@@ -33,6 +34,7 @@ __all__ = [
     "CrawlDbSection",
     "CrawlSection",
     "FetchSection",
+    "ParseSection",
     "PolitenessSection",
     "PrioritySection",
     "RobotsSection",
@@ -420,6 +422,48 @@ class ScopeSection:
         return UrlPolicy(**fields)
 
 
+#: The link kinds of ``parse.follow`` (crawl.parse.KINDS; kept here so that loading the
+#: configuration does not import the parser).
+LINK_KINDS = (
+    "a", "area", "link", "stylesheet", "icon", "frame", "img", "script", "embed", "media",
+    "refresh",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ParseSection:
+    """Link extraction: which kinds of links are followed, how many per page, and whether
+    nofollow is obeyed (see crawl/parse.py)."""
+
+    follow: tuple[str, ...] = LINK_KINDS
+    max_outlinks: int = 1000
+    obey_nofollow: bool = True
+
+    def _validate(self) -> None:
+        for kind in self.follow:
+            if kind not in LINK_KINDS:
+                raise ConfigError(
+                    f"parse.follow: {kind!r} is not a link kind (known: {', '.join(LINK_KINDS)})"
+                )
+        _check(self, "parse", "max_outlinks", lambda v: 0 <= v <= 1_000_000,
+               "an integer from 0 (no limit) to 1000000")
+
+    def extractor(self, robots_token: str, normalizer: UrlNormalizer | None = None
+                  ) -> LinkExtractor:
+        """The :class:`crawl.parse.LinkExtractor` these settings describe, obeying robots
+        directives given to ``robots_token`` (``user_agent.product``)."""
+        from crawl.parse import LinkExtractor
+        from crawl.urls import DEFAULT_NORMALIZER
+
+        return LinkExtractor(
+            follow=self.follow,
+            max_outlinks=self.max_outlinks,
+            obey_nofollow=self.obey_nofollow,
+            robots_token=robots_token,
+            normalizer=normalizer if normalizer is not None else DEFAULT_NORMALIZER,
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class AdmissionSection:
     """Budgets that need state, kept by the crawl DB (see crawl/admission.py)."""
@@ -506,6 +550,7 @@ class Config:
     crawldb: CrawlDbSection = dataclasses.field(default_factory=CrawlDbSection)
     urls: UrlsSection = dataclasses.field(default_factory=UrlsSection)
     scope: ScopeSection = dataclasses.field(default_factory=ScopeSection)
+    parse: ParseSection = dataclasses.field(default_factory=ParseSection)
     admission: AdmissionSection = dataclasses.field(default_factory=AdmissionSection)
     priority: PrioritySection = dataclasses.field(default_factory=PrioritySection)
 

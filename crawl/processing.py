@@ -11,10 +11,13 @@ robots.txt fetches (hop ``P``, the prerequisite of a host) are archived and logg
 pages: they have no outcome in the crawl DB, and their only loop lines carry the sitemaps their
 ``Sitemap:`` lines name (hop ``S``). A sitemap document (:mod:`crawl.sitemaps`) is read as one:
 its child sitemaps (``S``) and listed URLs (``M``) are what it found. Each archived response
-gets a ``metadata`` record next to it (:func:`metadata_fields`: via, hops, fetch time and the
-URLs it led to). A response whose payload was archived before (``captures``, by payload
-digest) is written as a ``revisit`` record referring to that first capture. With
-``scope.path_ascending`` a page that answered also brings the directories above it (hop ``I``).
+gets a ``metadata`` record next to it (:func:`metadata_fields`: via, hops, fetch time, the
+page's robots directives and canonical URL, and the URLs it led to). A page's outlinks come
+from :class:`crawl.parse.LinkExtractor` with their own hop: ``L`` a link, ``E`` an embed,
+``R`` a meta refresh (like a redirect's). A response whose payload was archived before
+(``captures``, by payload digest) is written as a ``revisit`` record referring to that first
+capture. With ``scope.path_ascending`` a page that answered also brings the directories above
+it (hop ``I``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from crawl.config import SitemapsSection
 from crawl.crawl_log import CrawlLogWriter
 from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode, url_vnode
 from crawl.model import FetchResult
-from crawl.parse import extract_links
+from crawl.parse import LinkExtractor, ParsedLinks
 from crawl.progress import StageStatus
 from crawl.scope import UrlPolicy
 from crawl.sitemaps import (
@@ -101,6 +104,7 @@ class PageProcessor:
         metadata_records: bool = True,
         captures: CaptureStore | None = None,
         dedup_min_bytes: int = 1,
+        links: LinkExtractor | None = None,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -116,15 +120,17 @@ class PageProcessor:
         self._metadata_records = metadata_records
         self._captures = captures
         self._dedup_min_bytes = dedup_min_bytes
+        self._links = links if links is not None else LinkExtractor(normalizer=normalizer)
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
         status = self._status
         robots = result.hops.endswith(PREREQUISITE_HOP)
+        page: ParsedLinks | None = None
         if robots:
             found = self._robots_sitemaps(result)
         else:
-            found = self._outlinks(result)
+            found, page = self._outlinks(result)
             if (self._path_ascending and result.http_status > 0
                     and not is_sitemap_hops(result.hops)):
                 parents = parent_directories(result.url)
@@ -133,7 +139,7 @@ class PageProcessor:
                 found += [(parent, hops, result.url) for parent in parents]
         digest = ""
         if result.http_status > 0:
-            metadata = metadata_fields(result, found) if self._metadata_records else None
+            metadata = metadata_fields(result, found, page) if self._metadata_records else None
             captures = self._captures
             key = payload_key(result, self._dedup_min_bytes) if captures is not None else ""
             earlier = None
@@ -269,27 +275,35 @@ class PageProcessor:
         self._lines += 1
         return f"{self._producer_id}.{self._lines}"
 
-    def _outlinks(self, result: FetchResult) -> list[FoundUrl]:
+    def _outlinks(self, result: FetchResult) -> tuple[list[FoundUrl], ParsedLinks | None]:
+        """What a page outcome leads to: a redirect's target, a sitemap's entries or a page's
+        links (each with its own hop); and for a page, what its parse found."""
         if result.status is Status.REDIRECT:
             location = result.header("Location") or ""
             try:
                 target = self._normalizer.resolve(result.url, location)
             except UrlError as error:
                 self._status.count(f"links.rejected.{error.reason}")
-                return []
+                return [], None
             if target == result.url:
                 self._status.count("links.rejected.redirect:self")
-                return []
-            return [(target, result.hops + "R", result.url)]
+                return [], None
+            return [(target, result.hops + "R", result.url)], None
         if result.status is not Status.FETCHED:
-            return []
+            return [], None
         if self._sitemaps is not None and is_sitemap_hops(result.hops):
-            return self._sitemap_links(result, self._sitemaps)
-        parsed = extract_links(result, self._normalizer)
+            return self._sitemap_links(result, self._sitemaps), None
+        status = self._status
+        parsed = self._links.extract(result)
         for reason, count in parsed.rejected.items():
-            self._status.count(f"links.rejected.{reason}", count)
-        hops = result.hops + "L"
-        return [(url, hops, result.url) for url in parsed.urls if url != result.url]
+            status.count(f"links.rejected.{reason}", count)
+        if parsed.noindex:
+            status.count("pages.noindex")
+        if parsed.nofollow:
+            status.count("pages.nofollow")
+        url = result.url
+        hops = result.hops
+        return [(link, hops + hop, url) for link, hop in parsed.links if link != url], parsed
 
 
 class CaptureStore(Protocol):
@@ -310,16 +324,28 @@ def payload_key(result: FetchResult, min_bytes: int) -> str:
     return "url:" + result.url
 
 
-def metadata_fields(result: FetchResult, found: list[FoundUrl]) -> list[tuple[str, str]]:
+def metadata_fields(
+    result: FetchResult, found: list[FoundUrl], page: ParsedLinks | None = None
+) -> list[tuple[str, str]]:
     """The fields of a response's WARC ``metadata`` record, as Heritrix writes them: how the
     URL was reached, how long the fetch took, and every URL it led to with its hop (before the
-    URL policy: what the page links to, not what the crawl took)."""
+    URL policy: what the page links to, not what the crawl took; links its robots directives
+    dropped are not listed). From the page's parse, when there was one: ``robots`` with the
+    ``noindex`` / ``nofollow`` directives it gave our crawler (the page is archived all the
+    same: the archive records what was served), and its ``canonical`` URL."""
     fields = []
     if result.via:
         fields.append(("via", result.via))
     if result.hops:
         fields.append(("hopsFromSeed", result.hops))
     fields.append(("fetchTimeMs", str(result.duration_ms)))
+    if page is not None:
+        directives = [name for name, given in (("noindex", page.noindex),
+                                               ("nofollow", page.nofollow)) if given]
+        if directives:
+            fields.append(("robots", ",".join(directives)))
+        if page.canonical:
+            fields.append(("canonical", page.canonical))
     fields += [("outlink", f"{url} {hops[-1:] or '-'}") for url, hops, _ in found]
     return fields
 

@@ -103,6 +103,10 @@ def test_sections_are_frozen() -> None:
         ("scope.skip_extensions", "jpg, png", "scope", "skip_extensions", ("jpg", "png")),
         ("scope.exclude", ["/cgi-bin/"], "scope", "exclude", ("/cgi-bin/",)),
         ("scope.include", None, "scope", "include", ()),
+        ("parse.follow", "a, area,refresh", "parse", "follow", ("a", "area", "refresh")),
+        ("parse.follow", [], "parse", "follow", ()),
+        ("parse.max_outlinks", "0", "parse", "max_outlinks", 0),
+        ("parse.obey_nofollow", "false", "parse", "obey_nofollow", False),
     ],
 )
 def test_override_coerces_to_the_field_type(
@@ -205,6 +209,11 @@ def test_parse_override_without_equals_sign() -> None:
         ({"crawl.idle_seconds": [1]}, r"^crawl\.idle_seconds: must be a number"),
         ({"warc.prefix": ["a"]}, r"^warc\.prefix: must be a string"),
         ({"warc.operator": True}, r"^warc\.operator: must be a string"),
+        ({"parse.follow": "a, images"}, r"^parse\.follow: 'images' is not a link kind \(known"),
+        ({"parse.follow": [1]}, r"^parse\.follow: must be a list of strings"),
+        ({"parse.max_outlinks": "-1"}, r"^parse\.max_outlinks: must be an integer from 0 "),
+        ({"parse.max_outlinks": "2000000"}, r"^parse\.max_outlinks: "),
+        ({"parse.obey_nofollow": "sometimes"}, r"^parse\.obey_nofollow: must be true or false"),
         ({"crawl.max_page": "1"}, r"^crawl\.max_page: unknown key"),
         ({"crawler.max_pages": "1"}, r"^crawler\.max_pages: unknown section"),
         ({"max_pages": "1"}, r"^max_pages: expected section\.key"),
@@ -337,3 +346,20 @@ def test_a_connect_to_rule_matches_its_host_and_port() -> None:
     assert not rule.matches("a.test", 8080)
     assert not rule.matches("b.test", 80)
     assert ConnectTo("", None, "10.0.0.1", None).matches("anything.test", 1234)
+
+
+def test_parse_settings_build_the_link_extractor_for_our_token() -> None:
+    from crawl.model import FetchResult
+    from crawl.status import Status
+
+    config = load_config(overrides={"user_agent.product": "mybot", "parse.follow": "a",
+                                    "parse.max_outlinks": "1"})
+    extractor = config.parse.extractor(config.user_agent.product, config.urls.normalizer())
+    body = (b"<meta name=mybot content=noindex><img src=/i><a href='/a;jsessionid=1'>a</a>"
+            b"<a href=/b>b</a>")
+    page = FetchResult(url="http://a.test/", status=Status.FETCHED, reason="", http_status=200,
+                       response_headers=[("Content-Type", "text/html")], body=body)
+    parsed = extractor.extract(page)
+    assert parsed.noindex
+    assert parsed.links == [("http://a.test/a", "L")]
+    assert parsed.rejected["parse:over-limit"] == 1

@@ -12,6 +12,7 @@ from crawl.config import SitemapsSection
 from crawl.crawl_log import CrawlLogWriter, parse_line
 from crawl.loop import decode_line, parse_payload
 from crawl.model import FetchResult
+from crawl.parse import LinkExtractor
 from crawl.processing import PageProcessor, RecentUrls, payload_key
 from crawl.progress import StageStatus
 from crawl.scope import UrlPolicy
@@ -392,6 +393,107 @@ def test_metadata_records_can_be_turned_off(
     page_processor.process(_html_result())
     page_processor._warc.close()
     assert _metadata_blocks(tmp_path) == {}
+
+
+# -- what a page's parse finds ----------------------------------------------------------------
+
+RICH = b"""<html><head><meta name="robots" content="noindex">
+<link rel="canonical" href="/dir/page?utm=x"><link rel="stylesheet" href="/s.css">
+<meta http-equiv="refresh" content="30; url=/dir/next"></head>
+<body><a href="other">same host</a><img src="http://cdn.test/i.png"></body></html>"""
+
+
+def _rich_result(body: bytes = RICH, headers: tuple[tuple[str, str], ...] = ()) -> FetchResult:
+    return dataclasses.replace(
+        _html_result(), body=body,
+        response_headers=[("Content-Type", "text/html; charset=utf-8"), *headers])
+
+
+def test_links_embeds_and_a_refresh_go_round_with_their_own_hop(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]], tmp_path: Path
+) -> None:
+    page_processor, status = make_processor()
+    result = _rich_result(headers=(("Link", "</rss>; rel=alternate"),))
+    found = _found(page_processor.process(result))
+    assert found == [
+        ("http://a.test/dir/next", "LR", PAGE),
+        ("http://a.test/dir/other", "LL", PAGE),
+        ("http://a.test/dir/page?utm=x", "LL", PAGE),
+        ("http://a.test/rss", "LL", PAGE),
+        ("http://a.test/s.css", "LE", PAGE),
+        ("http://cdn.test/i.png", "LE", PAGE),
+    ]
+    assert status.counters["pages.noindex"] == 1  # counted, and archived all the same
+    assert "pages.nofollow" not in status.counters
+    page_processor._warc.close()
+    assert ("response", PAGE) in _kinds_and_uris(tmp_path)
+    assert _metadata_blocks(tmp_path)[PAGE].split("\r\n") == [
+        "via: http://a.test/", "hopsFromSeed: L", "fetchTimeMs: 12", "robots: noindex",
+        "canonical: http://a.test/dir/page?utm=x",
+        "outlink: http://a.test/dir/next R", "outlink: http://a.test/rss L",
+        "outlink: http://a.test/dir/page?utm=x L", "outlink: http://a.test/dir/other L",
+        "outlink: http://a.test/s.css E", "outlink: http://cdn.test/i.png E", "",
+    ]
+
+
+def test_a_nofollow_page_sends_only_its_embeds_and_refresh(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]], tmp_path: Path
+) -> None:
+    page_processor, status = make_processor()
+    lines = page_processor.process(_rich_result(headers=(("X-Robots-Tag", "pyflink-crawler: none"),
+                                                         ("X-Robots-Tag", "otherbot: all"))))
+    assert [(url, hops) for url, hops, _ in _found(lines)] == [
+        ("http://a.test/dir/next", "LR"), ("http://a.test/s.css", "LE"),
+        ("http://cdn.test/i.png", "LE")]
+    # The page's own outcome still goes round.
+    assert _lines_by_vnode(lines)[vnode_of("a.test", VNODES)][1][0][:2] == (PAGE, "FETCHED")
+    assert status.counters["pages.nofollow"] == 1
+    assert status.counters["pages.noindex"] == 1
+    assert status.counters["links.rejected.nofollow:page"] == 2
+    page_processor._warc.close()
+    block = _metadata_blocks(tmp_path)[PAGE]
+    assert "robots: noindex,nofollow\r\n" in block
+    assert "outlink: http://a.test/dir/other" not in block
+
+
+def test_a_rel_nofollow_link_is_not_routed(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
+) -> None:
+    page_processor, status = make_processor()
+    body = b'<a href="/x" rel="nofollow">x</a><a href="/y">y</a>'
+    assert [url for url, _, _ in _found(page_processor.process(_rich_result(body)))] == [
+        "http://a.test/y"]
+    assert status.counters["links.rejected.nofollow:link"] == 1
+
+
+def test_the_processor_uses_the_extractor_it_is_given(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
+) -> None:
+    extractor = LinkExtractor(follow=("a",), max_outlinks=1, robots_token="mybot")
+    page_processor, status = make_processor(links=extractor)
+    body = (b'<meta name="mybot" content="nofollow"><meta name="robots" content="noindex">'
+            b'<img src="/i.png"><a href="/1">1</a><a href="/2">2</a>')
+    assert _found(page_processor.process(_rich_result(body))) == []
+    assert status.counters["links.rejected.nofollow:page"] == 2
+    page_processor.process(dataclasses.replace(_rich_result(body.replace(b"mybot", b"other")),
+                                               url="http://a.test/second"))
+    assert status.counters["links.rejected.parse:over-limit"] == 1
+
+
+def test_a_response_that_is_not_html_records_its_headers_robots_and_canonical(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]], tmp_path: Path
+) -> None:
+    page_processor, status = make_processor()
+    pdf = FetchResult(
+        url="http://a.test/doc.pdf", status=Status.FETCHED, reason="", http_status=200,
+        response_headers=[("Content-Type", "application/pdf"), ("X-Robots-Tag", "noindex"),
+                          ("Link", '<http://a.test/doc.html>; rel="canonical"')],
+        body=b"%PDF-1.4", started_ms=1, hops="L", via=PAGE)
+    assert _found(page_processor.process(pdf)) == [
+        ("http://a.test/doc.html", "LL", "http://a.test/doc.pdf")]
+    page_processor._warc.close()
+    assert _metadata_blocks(tmp_path)["http://a.test/doc.pdf"].split("\r\n")[3:5] == [
+        "robots: noindex", "canonical: http://a.test/doc.html"]
 
 
 # -- revisits ---------------------------------------------------------------------------------
