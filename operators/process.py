@@ -102,6 +102,7 @@ class ProcessFunction(KeyedProcessFunction):
             recent_urls=config.crawl.recent_urls,
             policy=config.scope.policy(),
             normalizer=config.urls.normalizer(),
+            links=config.parse.extractor(config.user_agent.product, config.urls.normalizer()),
             sitemaps=config.sitemaps,
             path_ascending=config.scope.path_ascending,
             metadata_records=config.warc.metadata_records,
