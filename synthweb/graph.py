@@ -24,6 +24,10 @@ spelling of ``/p/1`` and the entry points of the traps and the farm.
 The sitemap profile (off by default; :mod:`synthweb.sitemaps`) makes some hosts name sitemaps in
 their robots.txt, listing pages no page links to, and adds the hosts ``sm-*.synth.test`` (every
 sitemap format and every case a crawler must refuse), linked from the showcase home page.
+
+The near-duplicate profile (off by default; :mod:`synthweb.neardup`) adds pages ``/news/{n}`` to
+some normal hosts: copies of one article with small edits in each host's boilerplate, and
+decoys that share the boilerplate only, linked from their hosts' home pages.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import posixpath
 import random
 from collections.abc import Iterable
 
-from synthweb import hostile, policy
+from synthweb import hostile, neardup, policy
 from synthweb import sitemaps as sitemap_web
 from synthweb.robots import (
     GARBAGE_VARIANTS,
@@ -160,6 +164,16 @@ class WebConfig:
     #: orphan pages of theirs (at least one host when above 0 and there is one).
     sitemap_host_share: float = 0.0
 
+    # -- the near-duplicate profile (synthweb.neardup) ----------------------------------------
+
+    #: Articles each served as ``near_duplicate_group_size`` near-duplicate pages on different
+    #: hosts, with decoys; 0: the profile is off.
+    near_duplicate_groups: int = 0
+    #: Pages of each group (copies of its article, on as many hosts as there are).
+    near_duplicate_group_size: int = 4
+    #: Decoys of each group: pages with the boilerplate of its copies' hosts and another article.
+    near_duplicate_decoys_per_group: int = 2
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
@@ -199,6 +213,9 @@ class WebConfig:
             ("farm_pages_per_host", 2),
             ("farm_links_per_page", 1),
             ("popular_pages", 0),
+            ("near_duplicate_groups", 0),
+            ("near_duplicate_group_size", 2),
+            ("near_duplicate_decoys_per_group", 0),
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
@@ -239,6 +256,17 @@ class WebConfig:
         """This configuration with the sitemap profile on (sitemaps on half the hosts that can
         have them); ``changes`` override its fields."""
         profile: dict[str, object] = {"sitemaps": True, "sitemap_host_share": 0.5}
+        profile.update(changes)
+        return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
+
+    def with_near_duplicate_profile(self, **changes: object) -> WebConfig:
+        """This configuration with the near-duplicate profile on (12 groups of 4 pages, 2 decoys
+        a group); ``changes`` override its fields."""
+        profile: dict[str, object] = {
+            "near_duplicate_groups": 12,
+            "near_duplicate_group_size": 4,
+            "near_duplicate_decoys_per_group": 2,
+        }
         profile.update(changes)
         return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
 
@@ -379,6 +407,8 @@ class _HostPlan:
     drawable: int
     #: The sitemap profile's additions (sitemaps, orphans; not in ``paths``), if any.
     sitemaps: sitemap_web.HostSitemaps | None = None
+    #: The near-duplicate profile's pages of the host (after all others): number -> placement.
+    near_duplicates: dict[int, neardup.Placement] | None = None
 
 
 # The showcase host's fixed pages: (number, kind, path); see _SHOWCASE_REDIRECTS for redirects.
@@ -447,6 +477,7 @@ class SyntheticWeb:
         self._extras: dict[tuple[int, int], tuple[tuple[str, str], ...]] | None = None
         self._popular: tuple[str, ...] = ()
         self._in_links: dict[str, int] | None = None
+        self._near_duplicates = self._place_near_duplicates()
 
     # -- hosts and robots.txt ---------------------------------------------------------------
 
@@ -656,6 +687,84 @@ class SyntheticWeb:
         identity = page_identity(url)
         return self._in_links.get(identity, 0) if identity else 0
 
+    # -- the near-duplicate profile ---------------------------------------------------------
+
+    def near_duplicate_groups(self) -> list[tuple[str, ...]]:
+        """The near-duplicate groups (:mod:`synthweb.neardup`): for each, the URLs of its pages,
+        whose visible texts are one article with small edits; empty with the profile off.
+        Every other page of the web, decoys included, is a near-duplicate of none of them."""
+        groups: dict[int, list[str]] = {}
+        for url, placement in self._near_duplicate_urls():
+            if placement.decoy < 0:
+                groups.setdefault(placement.group, []).append(url)
+        return [tuple(groups[g]) for g in sorted(groups)]
+
+    def near_duplicate_decoys(self) -> list[str]:
+        """The decoys of the near-duplicate profile: pages with the boilerplate of a group's
+        pages and an article of their own (near-duplicates of nothing); empty with it off."""
+        return [url for url, placement in self._near_duplicate_urls() if placement.decoy >= 0]
+
+    def _near_duplicate_urls(self) -> list[tuple[str, neardup.Placement]]:
+        found = []
+        for index in self._near_duplicates:
+            plan = self._plan(index)
+            for number, placement in (plan.near_duplicates or {}).items():
+                found.append((f"http://{plan.name}{plan.paths[number]}", placement))
+        return found
+
+    def _place_near_duplicates(self) -> dict[int, tuple[neardup.Placement, ...]]:
+        config = self.config
+        if not config.near_duplicate_groups:
+            return {}
+        hosts = [
+            i
+            for i, kind in enumerate(self._robots_kinds)
+            if kind in (RobotsKind.NORMAL, RobotsKind.MISSING) and not self._showcasing(i)
+        ]
+        return neardup.place(
+            config.seed,
+            hosts,
+            config.near_duplicate_groups,
+            config.near_duplicate_group_size,
+            config.near_duplicate_decoys_per_group,
+        )
+
+    def _near_duplicate_links(self, index: int, number: int) -> tuple[Link, ...]:
+        """Links the profile adds to a home page: its host's /news/ pages; the showcase's (host
+        0's) also to the home page of every host that has some."""
+        if number != 0:
+            return ()
+        plan = self._plan(index)
+        links = [
+            Link(plan.paths[n], f"http://{plan.name}{plan.paths[n]}")
+            for n in sorted(plan.near_duplicates or ())
+        ]
+        if index == 0:
+            links += [
+                Link(f"http://{host_name(i)}/", f"http://{host_name(i)}/")
+                for i in self._near_duplicates
+                if i != 0
+            ]
+        return tuple(links)
+
+    def _near_duplicate_page(self, plan: _HostPlan, number: int) -> neardup.ArticlePage:
+        """The links and body of profile page ``number`` of ``plan``'s host: navigation to
+        the home page and the first pages of the host, related links to its other /news/
+        pages and to some of its own."""
+        assert plan.near_duplicates is not None
+        placement = plan.near_duplicates[number]
+        own = [n for n in range(1, plan.drawable) if plan.kinds[n] in HTML_KINDS]
+        nav = ("/", *(plan.paths[n] for n in own[:6]))
+        related = [
+            (plan.paths[n], neardup.headline(self.config.seed, other.article_key))
+            for n, other in sorted(plan.near_duplicates.items())
+            if n != number
+        ][:5]
+        related += [(plan.paths[n], "") for n in own[6:9]]
+        return neardup.article_page(
+            self.config.seed, plan.name, plan.paths[number], placement, nav, tuple(related)
+        )
+
     def spellings(self, url: str) -> list[str]:
         """``url`` (canonical, on a host of this web) in every spelling of
         :data:`synthweb.policy.VARIANT_FORMS`, absolute, in that order (the forms that do not
@@ -746,6 +855,13 @@ class SyntheticWeb:
             # Pages whose spellings need a real escape and real query parameters.
             paths += [f"/caf%C3%A9/{count}", f"/catalog?item={count + 1}&lang=en"]
             kinds += [PageKind.HTML, PageKind.HTML]
+        near_duplicates = None
+        if index in self._near_duplicates:
+            near_duplicates = {}
+            for placement in self._near_duplicates[index]:
+                near_duplicates[len(paths)] = placement
+                paths.append(f"/news/{len(paths)}")
+                kinds.append(PageKind.HTML)
         numbers = {path: number for number, path in enumerate(paths)}
         sitemaps = None
         if index in self._sitemap_indices:
@@ -755,7 +871,8 @@ class SyntheticWeb:
             sitemaps = sitemap_web.normal_host_sitemaps(name, sitemap_rng, html_pages)
             robots = with_sitemaps(robots, sitemaps.named)
         return _HostPlan(
-            index, name, robots, tuple(paths), tuple(kinds), numbers, count, sitemaps
+            index, name, robots, tuple(paths), tuple(kinds), numbers, count, sitemaps,
+            near_duplicates,
         )
 
     def _draw_kind(self, rng: random.Random, *, allow_slow: bool) -> PageKind:
@@ -801,6 +918,9 @@ class SyntheticWeb:
         plan = self._plan(index)
         kind = plan.kinds[number]
         url = f"http://{plan.name}{plan.paths[number]}"
+        if plan.near_duplicates and number in plan.near_duplicates:
+            links = tuple(Link(*pair) for pair in self._near_duplicate_page(plan, number).links)
+            return Page(url, kind, 200, "text/html; charset=utf-8", links=links)
         rng = random.Random(f"synthweb:{self.config.seed}:page:{index}:{number}")
         if kind is PageKind.REDIRECT:
             status, location = self._draw_redirect(rng, plan, number)
@@ -834,6 +954,8 @@ class SyntheticWeb:
             links += tuple(Link(href, target) for href, target in hostile.entry_links())
         if self.config.sitemaps and index == 0 and number == 0:
             links += (Link(sitemap_web.ENTRY_URL, sitemap_web.ENTRY_URL),)
+        if self._near_duplicates:
+            links += self._near_duplicate_links(index, number)
         gzipped = rng.random() < self.config.gzip_share
         return Page(url, kind, 200, content_type, links=links, delay=delay, gzip=gzipped)
 
@@ -1175,7 +1297,10 @@ class SyntheticWeb:
             title = html.escape(f"{host}{path}")
             meta = '<meta charset="utf-8">'
             return _render_html(title, _UTF8_TEXT, page.links, meta=meta).encode()
-        number = self._plan(host).numbers[path]
+        plan = self._plan(host)
+        number = plan.numbers[path]
+        if plan.near_duplicates and number in plan.near_duplicates:
+            return self._near_duplicate_page(plan, number).body
         rng = random.Random(f"synthweb:{self.config.seed}:body:{index}:{number}")
         if page.kind is PageKind.TEXT:
             text = (

@@ -1,0 +1,343 @@
+"""The near-duplicate profile of the synthetic web: one article on several sites, and decoys.
+
+Off unless ``WebConfig.near_duplicate_groups`` is above 0
+(:meth:`~synthweb.graph.WebConfig.with_near_duplicate_profile`); with it off nothing here is
+served or modelled and the web is byte for byte what it was. With it on:
+
+- **Groups**: ``near_duplicate_groups`` articles, each served as ``near_duplicate_group_size``
+  pages ``/news/{n}`` on different hosts (the same host again only when there are too few). The
+  copies are the same article with small edits: a few words changed (one to four, words of the
+  article's vocabulary), a date and counter line of their own ("Published 3 March 2026 ...
+  1,204 views"), and the host's own boilerplate around it: its name, tagline, navigation,
+  cookie notice, footer and disclaimer, a "related" list of links (in another order on each
+  page), in one of three layouts (HTML5 sections, ``<div>`` blocks, a layout table), with
+  inline scripts, styles and ``<noscript>`` text a reader does not see.
+- **Decoys**: ``near_duplicate_decoys_per_group`` pages per group, on the hosts of the group's
+  copies: the same boilerplate, the same related links and date line, and an article of their
+  own (half of them short, a few sentences, so that the boilerplate is most of their text). A
+  decoy is a near-duplicate of nothing.
+
+Articles are sentences of synthetic words (a Zipf-like draw from a vocabulary of a few
+thousand, mixed with English function words), so two articles share common word runs but no
+passage. The hosts are normal hosts whose robots.txt lets every crawler fetch ``/news/``
+(robots kinds normal and missing; not the showcase, whose layout is fixed); each host's home
+page links its ``/news/`` pages, and the showcase home page (host 0's when there is none)
+links the home page of every such host, so a crawl from ``h0`` reaches them all. The ground
+truth is :meth:`~synthweb.graph.SyntheticWeb.near_duplicate_groups` and
+:meth:`~synthweb.graph.SyntheticWeb.near_duplicate_decoys`.
+
+This module holds what needs no model: the placement of pages, articles, edits and rendering.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import html
+import itertools
+import random
+
+__all__ = ["ArticlePage", "Placement", "article_page", "headline", "place"]
+
+# -- words ---------------------------------------------------------------------------------
+
+_ONSETS = (
+    "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
+    "br", "ch", "cl", "dr", "fl", "gr", "pl", "pr", "sh", "st", "th", "tr",
+)  # fmt: skip
+_NUCLEI = ("a", "e", "i", "o", "u", "ai", "ea", "io", "ou")
+_CODAS = ("", "", "", "n", "r", "s", "t", "l", "nd", "st")
+_FUNCTION_WORDS = (
+    "the", "of", "and", "to", "a", "in", "is", "that", "for", "it", "as", "was", "with", "on",
+    "by", "at", "from", "this", "be", "or", "are", "an", "which", "but", "not", "have", "had",
+    "their", "its", "were", "they", "after", "more", "who", "will", "than", "into", "over",
+)  # fmt: skip
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+_SECTIONS = (
+    "Home", "World", "Business", "Technology", "Science", "Health", "Sport", "Culture",
+    "Travel", "Opinion", "Weather", "Local", "Video", "Podcasts", "Newsletters", "Markets",
+    "Politics", "Education", "Food", "Books", "Music", "Obituaries", "Property", "Jobs",
+)  # fmt: skip
+LAYOUTS = ("sections", "divs", "table")
+
+
+def _vocabulary() -> tuple[str, ...]:
+    rng = random.Random("synthweb:neardup:vocabulary")
+    words: dict[str, None] = {}
+    while len(words) < 4000:
+        syllables = rng.choice((1, 2, 2, 3, 3))
+        word = "".join(rng.choice(_ONSETS) + rng.choice(_NUCLEI) for _ in range(syllables))
+        words.setdefault(word + rng.choice(_CODAS), None)
+    return tuple(words)
+
+
+_WORDS = _vocabulary()
+# Zipf-like: the r-th word drawn with weight 1 / (r + 8).
+_WORD_WEIGHTS = tuple(itertools.accumulate(1.0 / (r + 8) for r in range(len(_WORDS))))
+_FUNCTION_WEIGHTS = tuple(itertools.accumulate(1.0 / (r + 2) for r in range(len(_FUNCTION_WORDS))))
+_FUNCTION_SHARE = 0.4
+
+
+def _word(rng: random.Random) -> str:
+    if rng.random() < _FUNCTION_SHARE:
+        weights, words = _FUNCTION_WEIGHTS, _FUNCTION_WORDS
+    else:
+        weights, words = _WORD_WEIGHTS, _WORDS
+    return words[bisect.bisect(weights, rng.random() * weights[-1])]
+
+
+def _content_word(rng: random.Random) -> str:
+    return _WORDS[bisect.bisect(_WORD_WEIGHTS, rng.random() * _WORD_WEIGHTS[-1])]
+
+
+def _sentence(rng: random.Random, low: int = 8, high: int = 22) -> list[str]:
+    words = [_word(rng) for _ in range(rng.randint(low, high))]
+    words[0] = words[0].capitalize()
+    return words
+
+
+def _title(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(_content_word(rng).capitalize() for _ in range(rng.randint(low, high)))
+
+
+# -- placement -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Placement:
+    """One page of the profile: a copy of group ``group``'s article (``decoy`` -1), or decoy
+    number ``decoy`` of that group (the copies' hosts in turn)."""
+
+    group: int
+    copy: int
+    decoy: int = -1
+
+    @property
+    def article_key(self) -> str:
+        """What names the page's article: the group's, or the decoy's own."""
+        if self.decoy < 0:
+            return f"group:{self.group}"
+        return f"decoy:{self.group}:{self.decoy}"
+
+
+def place(
+    seed: int, hosts: list[int], groups: int, size: int, decoys: int
+) -> dict[int, tuple[Placement, ...]]:
+    """host index -> its pages of the profile, in path order: each group's copies on ``size``
+    different hosts drawn from ``hosts`` (repeating hosts only when there are fewer), its
+    decoys on the hosts of its copies."""
+    if not hosts or not groups:
+        return {}
+    rng = random.Random(f"synthweb:{seed}:neardup:place")
+    placed: dict[int, list[Placement]] = {}
+    for group in range(groups):
+        order = list(hosts)
+        rng.shuffle(order)
+        chosen = [order[i % len(order)] for i in range(size)]
+        for copy, host in enumerate(chosen):
+            placed.setdefault(host, []).append(Placement(group, copy))
+        for decoy in range(decoys):
+            placed.setdefault(chosen[decoy % size], []).append(Placement(group, -1, decoy))
+    return {host: tuple(pages) for host, pages in sorted(placed.items())}
+
+
+# -- articles ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Article:
+    headline: str
+    paragraphs: tuple[tuple[str, ...], ...]  # words, a sentence ending in a word with "."
+
+
+def headline(seed: int, key: str) -> str:
+    """The headline of the article ``key`` (:attr:`Placement.article_key`)."""
+    return _title(random.Random(f"synthweb:{seed}:neardup:headline:{key}"), 4, 9)
+
+
+def _article(seed: int, key: str) -> _Article:
+    rng = random.Random(f"synthweb:{seed}:neardup:article:{key}")
+    brief = key.startswith("decoy:") and rng.random() < 0.5
+    count = rng.randint(1, 2) if brief else rng.randint(3, 7)
+    paragraphs = []
+    for _ in range(count):
+        words: list[str] = []
+        for _ in range(rng.randint(2, 3) if brief else rng.randint(2, 5)):
+            sentence = _sentence(rng)
+            sentence[-1] += "."
+            words += sentence
+        paragraphs.append(tuple(words))
+    return _Article(headline(seed, key), tuple(paragraphs))
+
+
+def _edited(article: _Article, rng: random.Random) -> _Article:
+    """The article with one to four words replaced by other words of the vocabulary."""
+    paragraphs = [list(words) for words in article.paragraphs]
+    spots = [(p, w) for p, words in enumerate(paragraphs) for w in range(len(words))]
+    for p, w in rng.sample(spots, min(len(spots), rng.randint(1, 4))):
+        old = paragraphs[p][w]
+        new = _content_word(rng)
+        if old[:1].isupper():
+            new = new.capitalize()
+        paragraphs[p][w] = new + ("." if old.endswith(".") else "")
+    return _Article(article.headline, tuple(tuple(words) for words in paragraphs))
+
+
+# -- sites ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Site:
+    name: str
+    tagline: str
+    layout: str
+    sections: tuple[str, ...]
+    cookie_notice: str
+    disclaimer: str
+    footer_links: tuple[str, ...]
+    #: (headline, nothing more): the related links' texts, matched to targets in order
+    related_titles: tuple[str, ...]
+
+
+def _site(seed: int, host: str) -> _Site:
+    rng = random.Random(f"synthweb:{seed}:neardup:site:{host}")
+    name = f"The {_title(rng, 1, 2)} {rng.choice(('Herald', 'Gazette', 'Post', 'Courier'))}"
+    tagline = " ".join(_sentence(rng, 6, 12)) + "."
+    sections = tuple(rng.sample(_SECTIONS[1:], rng.randint(5, 11)))
+    cookie = (
+        f"{name} uses cookies to give you the best experience. "
+        + " ".join(_sentence(rng, 8, 16))
+        + ". Accept all cookies or manage your preferences."
+    )
+    disclaimer = " ".join(
+        " ".join(_sentence(rng, 10, 18)) + "." for _ in range(rng.randint(2, 3))
+    )
+    footer = tuple(
+        rng.sample(
+            ("About us", "Contact", "Privacy policy", "Terms of use", "Advertise", "Careers",
+             "Accessibility", "Corrections", "Subscribe", "Help"),
+            rng.randint(4, 7),
+        )
+    )  # fmt: skip
+    related = tuple(_title(rng, 3, 7) for _ in range(8))
+    return _Site(name, tagline, rng.choice(LAYOUTS), sections, cookie, disclaimer, footer, related)
+
+
+# -- pages ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ArticlePage:
+    """What the server answers for a page of the profile: its ``<a href>`` links in document
+    order (href as written, canonical URL) and its body."""
+
+    links: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+def article_page(
+    seed: int,
+    host: str,
+    path: str,
+    placement: Placement,
+    nav_paths: tuple[str, ...],
+    related: tuple[tuple[str, str], ...],
+) -> ArticlePage:
+    """The page at ``path`` on ``host`` showing ``placement``'s article in the host's layout.
+
+    ``nav_paths``: paths of the host that its navigation links (the first is the home page);
+    ``related``: (path, headline or "") of the host's pages the related list links, in any
+    order (the page shuffles them; an empty headline takes one of the site's own titles).
+    """
+    site = _site(seed, host)
+    rng = random.Random(f"synthweb:{seed}:neardup:page:{host}:{path}")
+    article = _article(seed, placement.article_key)
+    if placement.decoy < 0 and placement.copy > 0:
+        article = _edited(article, rng)
+    links: list[tuple[str, str]] = []
+
+    def anchor(href: str, text: str) -> str:
+        links.append((href, f"http://{host}{href}"))
+        return f'<a href="{html.escape(href, quote=True)}">{html.escape(text)}</a>'
+
+    nav_texts = ("Home", *site.sections)
+    nav = [anchor(p, nav_texts[i % len(nav_texts)]) for i, p in enumerate(nav_paths)]
+    extra_titles = iter(site.related_titles)
+    items = [(p, title or next(extra_titles, "More news")) for p, title in related]
+    rng.shuffle(items)
+    day = rng.randint(1, 28)
+    date_line = (
+        f"Published {day} {rng.choice(_MONTHS)} 2026, updated {rng.randint(0, 23):02d}:"
+        f"{rng.randint(0, 59):02d} \u00b7 {rng.randint(100, 99_999):,} views \u00b7 "
+        f"{rng.randint(0, 400)} comments"
+    )
+    paragraphs = "\n".join(f"<p>{html.escape(' '.join(words))}</p>" for words in article.paragraphs)
+    title = html.escape(article.headline)
+    tracker = (
+        f"<script>window.dataLayer = window.dataLayer || []; dataLayer.push({{'section': "
+        f"'news', 'page': '{html.escape(path)}', 'words': {sum(map(len, article.paragraphs))}"
+        f"}});</script>"
+    )
+    style = "<style>body { font-family: Georgia, serif } .menu a { margin: 0 4px }</style>"
+    noscript = "<noscript>Please enable JavaScript to read and post comments.</noscript>"
+    if site.layout == "sections":
+        related_html = "\n".join(f"<li>{anchor(p, t)}</li>" for p, t in items)
+        nav_html = "".join(f"<li>{a}</li>" for a in nav)
+        header = (
+            f"<header><div class=\"brand\">{html.escape(site.name)}</div>"
+            f"<p class=\"tagline\">{html.escape(site.tagline)}</p>"
+            f"<nav><ul>{nav_html}</ul></nav></header>\n"
+            f"<div class=\"cookies\">{html.escape(site.cookie_notice)}</div>\n"
+        )
+        main = (
+            f"<main><article><h1>{title}</h1>\n<p class=\"meta\">{date_line}</p>\n{paragraphs}\n"
+            f"</article>\n<aside><h2>Related</h2><ul>\n{related_html}\n</ul></aside></main>\n"
+        )
+        footer_links = " ".join(anchor(nav_paths[0], t) for t in site.footer_links)
+        footer = (
+            f"<footer><p>{footer_links}</p><p>\u00a9 2026 {html.escape(site.name)}. "
+            f"{html.escape(site.disclaimer)}</p></footer>\n"
+        )
+        body = header + main + noscript + footer
+    elif site.layout == "divs":
+        nav_html = " | ".join(nav)
+        header = (
+            f"<div id=\"top\"><div class=\"logo\">{html.escape(site.name)}</div>"
+            f"<div class=\"menu\">{nav_html}</div>"
+            f"<div class=\"slogan\">{html.escape(site.tagline)}</div></div>\n"
+        )
+        content = (
+            f"<div id=\"content\"><div class=\"story\"><h2>{title}</h2>\n"
+            f"<div class=\"byline\">{date_line}</div>\n{paragraphs}\n</div></div>\n"
+        )
+        related_html = "<br>\n".join(anchor(p, t) for p, t in items)
+        side = f"<div class=\"sidebar\"><h3>More from us</h3>\n{related_html}\n</div>\n"
+        footer_links = " | ".join(anchor(nav_paths[0], t) for t in site.footer_links)
+        footer = (
+            f"<div id=\"footer\">{footer_links}<br>{html.escape(site.disclaimer)}<br>"
+            f"Copyright 2026 {html.escape(site.name)}</div>\n"
+            f"<div class=\"cookie-bar\">{html.escape(site.cookie_notice)}</div>\n"
+        )
+        body = header + content + side + noscript + footer
+    else:
+        nav_html = "<br>".join(nav)
+        related_html = "".join(f"<tr><td>{anchor(p, t)}</td></tr>" for p, t in items)
+        body = (
+            f"<table width=\"100%\"><tr><td colspan=\"2\"><font size=\"5\">"
+            f"{html.escape(site.name)}</font><br><i>{html.escape(site.tagline)}</i></td></tr>\n"
+            f"<tr><td valign=\"top\" width=\"150\">{nav_html}</td>\n<td valign=\"top\">"
+            f"<b>{title}</b><br><small>{date_line}</small>\n{paragraphs}\n"
+            f"<table><tr><th>Read next</th></tr>{related_html}</table></td></tr>\n"
+            f"<tr><td colspan=\"2\">{html.escape(site.cookie_notice)} {noscript} "
+            f"{' - '.join(anchor(nav_paths[0], t) for t in site.footer_links)}<br>"
+            f"{html.escape(site.disclaimer)}</td></tr></table>\n"
+        )
+    document = (
+        f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{title} | {html.escape(site.name)}</title>{style}{tracker}</head>\n"
+        f"<body>\n{body}{tracker}\n</body></html>\n"
+    )
+    return ArticlePage(tuple(links), document.encode())
