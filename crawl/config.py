@@ -31,6 +31,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "ConnectTo",
+    "NearDupSection",
     "CrawlDbSection",
     "CrawlSection",
     "FetchSection",
@@ -537,6 +538,27 @@ class PrioritySection:
 
 
 @dataclasses.dataclass(frozen=True)
+class NearDupSection:
+    """Near-duplicate pages (see crawl/neardup.py and crawl/near_judge.py)."""
+
+    enabled: bool = True
+    #: Pages whose fingerprints are at most this many bits apart are near-duplicates.
+    max_distance: int = 3
+    #: Pages the index holds at most (about 100 bytes each); the older half goes when full.
+    capacity: int = 1_000_000
+    #: A page with fewer distinct words in its main text is not judged.
+    min_features: int = 32
+    #: What a link from a near-duplicate page counts, as a share of a link's worth.
+    outlink_weight: float = 0.25
+
+    def _validate(self) -> None:
+        _check(self, "neardup", "max_distance", lambda v: 0 <= v <= 8, "an integer from 0 to 8")
+        _check(self, "neardup", "capacity", lambda v: v >= 2, "an integer >= 2")
+        _check(self, "neardup", "min_features", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "neardup", "outlink_weight", lambda v: 0 <= v <= 1, "a number from 0 to 1")
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The whole crawl configuration, one frozen section per concern."""
 
@@ -553,6 +575,7 @@ class Config:
     parse: ParseSection = dataclasses.field(default_factory=ParseSection)
     admission: AdmissionSection = dataclasses.field(default_factory=AdmissionSection)
     priority: PrioritySection = dataclasses.field(default_factory=PrioritySection)
+    neardup: NearDupSection = dataclasses.field(default_factory=NearDupSection)
 
     def validate(self) -> Config:
         """Check every section; raise :class:`ConfigError` naming the first invalid key."""

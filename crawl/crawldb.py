@@ -50,7 +50,7 @@ import numpy as np
 
 from crawl.admission import Admission
 from crawl.config import CrawlDbSection, PrioritySection
-from crawl.loop import LoopRecordError, parse_payload
+from crawl.loop import LoopRecordError, NearMark, Rescore, parse_record
 from crawl.priority import ScorePolicy, rank
 from crawl.status import Status
 from crawl.urls import host_of
@@ -66,12 +66,14 @@ from drum import (
     MergeResult,
     discoveries,
     host_key,
+    neutral,
     outcomes,
     url_keys,
 )
 from drum.manifest import collect_garbage
 
 __all__ = [
+    "FLAG_NEAR_DUPLICATE",
     "MAX_VIA_BYTES",
     "Answer",
     "CrawlDbPartition",
@@ -90,6 +92,10 @@ MAX_VIA_BYTES = 4096
 
 #: Statuses a done event from the loop may not carry (only the crawl DB makes them).
 _NOT_OUTCOMES = ("NONE", "UNFETCHED", "QUEUED")
+#: A record's flag: the page was found to be a near-duplicate of an earlier capture.
+FLAG_NEAR_DUPLICATE = 1
+# Near-duplicate marks wait among the done events under this name (not a status).
+_NEAR = "~near"
 
 
 def partition_of(vnode: int, partitions: int) -> int:
@@ -262,6 +268,7 @@ class CrawlDbPartition:
         self._history_changed = False
         self._found: list[tuple[str, str, str]] = []
         self._found_at: list[int] = []  # arrival time of each found URL (0: replayed)
+        self._found_weight: list[float] = []  # 1 for a link found, another for a rescore
         self._done: list[tuple[str, str, int, str, int]] = []
         # Order of the pending operations: True for a found URL, False for a done event.
         self._order: list[bool] = []
@@ -269,11 +276,11 @@ class CrawlDbPartition:
         self.unreadable_journal_entries = 0
         for payload in journal:
             try:
-                found, done = parse_payload(payload)
+                record = parse_record(payload)
             except LoopRecordError:
                 self.unreadable_journal_entries += 1
                 continue
-            self._append(found, done, 0)
+            self._append(record.found, record.done, 0, record.rescore, record.near)
 
     # ------------------------------------------------------------------ figures
 
@@ -314,12 +321,15 @@ class CrawlDbPartition:
         found: Sequence[tuple[str, str, str]],
         done: Sequence[tuple[str, str, int, str, int]],
         now_ms: int,
+        rescore: Sequence[Rescore] = (),
+        near: Sequence[NearMark] = (),
     ) -> Answer:
-        """Take the found URLs and done events of one loop record; when the pending
-        operations reach ``buffer_ops``, merge them all and deliver the answers."""
+        """Take the found URLs, done events, rescores and near-duplicate marks of one loop
+        record; when the pending operations reach ``buffer_ops``, merge them all and deliver
+        the answers."""
         if self._admission is not None and found:
             self._admission.saw_links(found)
-        self._append(found, done, now_ms)
+        self._append(found, done, now_ms, rescore, near)
         if len(self._order) >= self._buffer_ops:
             return self.flush(now_ms)
         return Answer()
@@ -335,6 +345,7 @@ class CrawlDbPartition:
         if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
             results.append(self._drum.merge(now_ms=now_ms, major=release))
         self._found, self._found_at, self._done, self._order = [], [], [], []
+        self._found_weight = []
         self._merged = True
         self._deliver(results, now_ms, answer)
         return answer
@@ -368,14 +379,21 @@ class CrawlDbPartition:
         found: Sequence[tuple[str, str, str]],
         done: Sequence[tuple[str, str, int, str, int]],
         now_ms: int,
+        rescore: Sequence[Rescore] = (),
+        near: Sequence[NearMark] = (),
     ) -> None:
         # A loop record's outcomes come before its links (a page's own outcome first).
+        done = list(done) + [(url, _NEAR, distance, of, now_ms) for url, of, distance in near]
         self._done.extend(done)
         self._found.extend(found)
-        self._found_at.extend([now_ms] * len(found))
+        self._found.extend((url, hops, via) for url, hops, via, _ in rescore)
+        count = len(found) + len(rescore)
+        self._found_at.extend([now_ms] * count)
+        self._found_weight.extend([1.0] * len(found))
+        self._found_weight.extend(weight for _, _, _, weight in rescore)
         self._order.extend([False] * len(done))
-        self._order.extend([True] * len(found))
-        self._ops_since_release += len(done) + len(found)
+        self._order.extend([True] * count)
+        self._ops_since_release += len(done) + count
 
     def _to_drum(self, now_ms: int, answer: Answer) -> list[MergeResult]:
         """Hand the pending operations to the DRUM in their order, one batch per run of the
@@ -391,8 +409,9 @@ class CrawlDbPartition:
             if order[i]:
                 batch_found = self._found[found_at : found_at + j - i]
                 arrived = self._found_at[found_at : found_at + j - i]
+                weights = self._found_weight[found_at : found_at + j - i]
                 found_at += j - i
-                results += self._discoveries(batch_found, arrived, now_ms, answer)
+                results += self._discoveries(batch_found, arrived, weights, now_ms, answer)
             else:
                 batch_done = self._done[done_at : done_at + j - i]
                 done_at += j - i
@@ -404,6 +423,7 @@ class CrawlDbPartition:
         self,
         found: Sequence[tuple[str, str, str]],
         arrived: Sequence[int],
+        weights: Sequence[float],
         now_ms: int,
         answer: Answer,
     ) -> list[MergeResult]:
@@ -414,22 +434,30 @@ class CrawlDbPartition:
         # Found at its arrival; a record replayed after a restore, at this merge.
         at = np.fromiter((t or now_ms for t in arrived), np.int64, n)
         score = np.fromiter(self._scores.scores(found), np.float32, n)
+        rescored = sum(1 for weight in weights if weight != 1.0)
+        if rescored:
+            score *= np.fromiter(weights, np.float32, n)
+            answer.count("urls.rescored", rescored)
         values = discoveries(n, now_ms=at, depth=depth, host=hosts, score=score)
         payloads = [encode_payload(url, hops, via) for url, hops, via in found]
-        answer.count("urls.found", n)
+        answer.count("urls.found", n - rescored)
         return self._drum.check_update(url_keys(urls), values, payloads, now_ms=now_ms)
 
     def _outcomes(
         self, done: Sequence[tuple[str, str, int, str, int]], now_ms: int, answer: Answer
     ) -> list[MergeResult]:
         kept = []
+        near = []
         for event in done:
             if event[1] in DrumStatus.__members__ and event[1] not in _NOT_OUTCOMES:
                 kept.append(event)
+            elif event[1] == _NEAR:
+                near.append(event[0])
             else:
                 answer.count("done.bad_status")
+        results = self._near_duplicates(near, now_ms, answer) if near else []
         if not kept:
-            return []
+            return results
         n = len(kept)
         urls = [url for url, _, _, _, _ in kept]
         status = np.fromiter((DrumStatus[s] for _, s, _, _, _ in kept), np.uint8, n)
@@ -444,6 +472,16 @@ class CrawlDbPartition:
         payloads = [encode_payload(url, "", "") for url in urls]
         for _, name, _, _, _ in kept:
             answer.count(f"done.{name}")
+        return results + self._drum.update(url_keys(urls), values, payloads, now_ms=now_ms)
+
+    def _near_duplicates(self, urls: list[str], now_ms: int, answer: Answer) -> list[MergeResult]:
+        """Mark pages found to be near-duplicates (:data:`FLAG_NEAR_DUPLICATE`)."""
+        n = len(urls)
+        values = neutral(n)
+        values["flags"] = FLAG_NEAR_DUPLICATE
+        values["host"] = np.fromiter((host_key(host_of(url)) for url in urls), np.uint32, n)
+        answer.count("urls.near_duplicate", n)
+        payloads = [encode_payload(url, "", "") for url in urls]
         return self._drum.update(url_keys(urls), values, payloads, now_ms=now_ms)
 
     def _reason_code(self, reason: str) -> int:

@@ -3,7 +3,14 @@
 One loop line carries everything one page produced for one virtual node::
 
     <vnode> TAB {"i": id, "found": [[url, hops, via], ...],
-                 "done": [[url, status, http, reason, ms], ...]}
+                 "done": [[url, status, http, reason, ms], ...],
+                 "rescore": [[url, hops, via, weight], ...],
+                 "near": [[url, original url, distance], ...]}
+
+``rescore`` and ``near`` come from the near-duplicate stage (:mod:`crawl.near_judge`): a URL a
+near-duplicate page linked gets ``weight`` (negative) times what that link added to its score
+once more (the link counts less), and a page found to be a near-duplicate of an earlier
+capture is marked so in the crawl DB.
 
 ``i`` makes every line unique (its producer's id and sequence number), which the loop janitor
 relies on (:mod:`crawl.loop_janitor`).
@@ -20,11 +27,12 @@ atomically (hidden name first, then renamed), holds lines of this format.
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crawl.scope import registered_domain
 from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, host_of, vnode_of
@@ -35,11 +43,15 @@ if TYPE_CHECKING:
 __all__ = [
     "DoneEvent",
     "FoundUrl",
+    "LoopRecord",
     "LoopRecordError",
+    "NearMark",
+    "Rescore",
     "decode_line",
     "encode_line",
     "group_by_vnode",
     "parse_payload",
+    "parse_record",
     "url_vnode",
     "VNODE_KEY",
     "write_seed_file",
@@ -49,6 +61,19 @@ __all__ = [
 FoundUrl = tuple[str, str, str]
 #: A fetch outcome: (url, status name, HTTP status, reason, time in ms).
 DoneEvent = tuple[str, str, int, str, int]
+#: A change of a found link's worth: (url, hops, via, weight of that link's score to add).
+Rescore = tuple[str, str, str, float]
+#: A page found a near-duplicate: (url, URL of the earlier capture, Hamming distance).
+NearMark = tuple[str, str, int]
+
+
+class LoopRecord(NamedTuple):
+    """The parts of a loop line's payload."""
+
+    found: list[FoundUrl]
+    done: list[DoneEvent]
+    rescore: list[Rescore]
+    near: list[NearMark]
 
 
 class LoopRecordError(ValueError):
@@ -60,15 +85,15 @@ def encode_line(
     found: Iterable[FoundUrl] = (),
     done: Iterable[DoneEvent] = (),
     line_id: str = "",
+    rescore: Iterable[Rescore] = (),
+    near: Iterable[NearMark] = (),
 ) -> str:
     """One loop line; empty lists (and an empty id) are left out."""
     payload: dict[str, Any] = {"i": line_id} if line_id else {}
-    found = list(found)
-    done = list(done)
-    if found:
-        payload["found"] = found
-    if done:
-        payload["done"] = done
+    for name, items in (("found", found), ("done", done), ("rescore", rescore), ("near", near)):
+        items = list(items)
+        if items:
+            payload[name] = items
     return f"{vnode}\t{json.dumps(payload, separators=(',', ':'), ensure_ascii=False)}"
 
 
@@ -84,6 +109,12 @@ def decode_line(line: str) -> tuple[int, str]:
 
 def parse_payload(payload: str) -> tuple[list[FoundUrl], list[DoneEvent]]:
     """The found URLs and done events of a line's payload."""
+    record = parse_record(payload)
+    return record.found, record.done
+
+
+def parse_record(payload: str) -> LoopRecord:
+    """Every part of a line's payload."""
     try:
         data = json.loads(payload)
         found = [
@@ -93,9 +124,21 @@ def parse_payload(payload: str) -> tuple[list[FoundUrl], list[DoneEvent]]:
             (str(u), str(s), int(c), str(r), int(t))
             for u, s, c, r, t in _items(data.get("done", []), 5)
         ]
+        rescore = [
+            (str(u), str(h), str(v), _finite(w))
+            for u, h, v, w in _items(data.get("rescore", []), 4)
+        ]
+        near = [(str(u), str(o), int(d)) for u, o, d in _items(data.get("near", []), 3)]
     except (ValueError, TypeError, AttributeError) as error:
         raise LoopRecordError(f"bad loop payload: {error}: {payload[:120]!r}") from None
-    return found, done
+    return LoopRecord(found, done, rescore, near)
+
+
+def _finite(value: Any) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {value!r}")
+    return number
 
 
 def _items(values: Any, arity: int) -> list[list[Any]]:

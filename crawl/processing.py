@@ -17,7 +17,11 @@ from :class:`crawl.parse.LinkExtractor` with their own hop: ``L`` a link, ``E`` 
 ``R`` a meta refresh (like a redirect's). A response whose payload was archived before
 (``captures``, by payload digest) is written as a ``revisit`` record referring to that first
 capture. With ``scope.path_ascending`` a page that answered also brings the directories above
-it (hop ``I``).
+it (hop ``I``). With near-duplicate detection on, an archived HTML page (not a revisit) gets
+the simhash of its main text (:mod:`crawl.neardup`) in its metadata record, and its own
+outcome is held back: it goes, with the fingerprint and the links the page sent, as a query
+to the near-duplicate stage (:attr:`PageProcessor.near_queries`, :mod:`crawl.near_judge`),
+which sends it on with its verdict.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from crawl.config import SitemapsSection
 from crawl.crawl_log import CrawlLogWriter
 from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode, url_vnode
 from crawl.model import FetchResult
+from crawl.near_judge import NearQuery
+from crawl.neardup import fingerprint as fingerprint_of
 from crawl.parse import LinkExtractor, ParsedLinks
 from crawl.progress import StageStatus
 from crawl.scope import UrlPolicy
@@ -105,6 +111,7 @@ class PageProcessor:
         captures: CaptureStore | None = None,
         dedup_min_bytes: int = 1,
         links: LinkExtractor | None = None,
+        near_duplicates: bool = False,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -121,6 +128,11 @@ class PageProcessor:
         self._captures = captures
         self._dedup_min_bytes = dedup_min_bytes
         self._links = links if links is not None else LinkExtractor(normalizer=normalizer)
+        self._near_duplicates = near_duplicates
+        #: Queries for the near-duplicate stage (:class:`crawl.near_judge.NearQuery`, encoded)
+        #: made by :meth:`process`; the caller takes them.
+        self.near_queries: list[str] = []
+        self._sent: list[FoundUrl] = []
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
@@ -138,8 +150,14 @@ class PageProcessor:
                 hops = result.hops + INFERRED_HOP
                 found += [(parent, hops, result.url) for parent in parents]
         digest = ""
+        fingerprint = None
+        if self._near_duplicates and page is not None and page.document is not None:
+            fingerprint = fingerprint_of(page.document)
+        near_query = False
         if result.http_status > 0:
             metadata = metadata_fields(result, found, page) if self._metadata_records else None
+            if metadata is not None and fingerprint is not None:
+                metadata.append(("simhash", f"{fingerprint.value:016x}"))
             captures = self._captures
             key = payload_key(result, self._dedup_min_bytes) if captures is not None else ""
             earlier = None
@@ -151,6 +169,8 @@ class PageProcessor:
                 status.count("warc.revisits")
             elif captures is not None and key.startswith("sha1:") and self._warc.last_capture:
                 captures.put(key, self._warc.last_capture)
+            # An exact duplicate is a revisit already; the others meet the near-duplicate stage.
+            near_query = fingerprint is not None and earlier is None
             status.count("warc.pairs")
             status.count("bytes", len(result.body))
         elif result.body:
@@ -167,7 +187,18 @@ class PageProcessor:
             result.reason,
             result.started_ms,
         )
-        return self._route(found, done, result.url)
+        if not near_query or fingerprint is None or self._warc.last_capture is None:
+            return self._route(found, done, result.url)
+        # The page's outcome goes with the query: the near-duplicate stage sends it on with
+        # its verdict, so both reach the crawl DB together.
+        lines = self._route(found, None, result.url)
+        capture = self._warc.last_capture
+        self.near_queries.append(NearQuery(
+            result.url, url_vnode(result.url, self._vnodes), done, fingerprint.value,
+            fingerprint.features, capture.record_id, capture.warc_date, self._sent,
+        ).encode())
+        status.count("neardup.queries")
+        return lines
 
     def _route(self, found: list[FoundUrl], done: DoneEvent | None, own_url: str) -> list[str]:
         """Loop lines for ``found`` (after the recent-URL cache and the policy) grouped by
@@ -180,6 +211,7 @@ class PageProcessor:
             found = fresh
         if self._policy is not None and found:
             found = self._admitted(found)
+        self._sent = found
         groups = group_by_vnode(found, self._vnodes)
         own_vnode = -1
         if done is not None:

@@ -393,6 +393,24 @@ class WarcRecordFactory:
         compressor = zlib.compressobj(compress_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
         return compressor.compress(head.encode() + block + b"\r\n\r\n") + compressor.flush()
 
+    def encode_note(self, target_uri: str, warc_date: str, refers_to: str,
+                    fields: Iterable[tuple[str, str]], compress_level: int = 6) -> bytes:
+        """A ``metadata`` record about a record written elsewhere (``WARC-Refers-To`` it, with
+        its target URI and date), whose ``application/warc-fields`` block lists ``fields``,
+        gzipped as one member."""
+        block = "".join(f"{_one_line(name).strip()}: {_one_line(value)}\r\n"
+                        for name, value in fields).encode("utf-8", "replace")
+        head = (f"{WARC_VERSION}\r\nWARC-Type: metadata\r\n"
+                f"WARC-Record-ID: {self._new_record_id()}\r\n"
+                f"WARC-Date: {_warc_header_value(warc_date)}\r\n"
+                f"WARC-Target-URI: {escape_uri(target_uri)}\r\n"
+                f"WARC-Refers-To: {_warc_header_value(refers_to)}\r\n"
+                f"WARC-Block-Digest: {sha1_digest(block)}\r\n"
+                "Content-Type: application/warc-fields\r\n"
+                f"Content-Length: {len(block)}\r\n\r\n")
+        compressor = zlib.compressobj(compress_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return compressor.compress(head.encode() + block + b"\r\n\r\n") + compressor.flush()
+
     def warcinfo(self, filename: str, fields: Mapping[str, str]) -> ArcWarcRecord:
         """A ``warcinfo`` record for file ``filename`` whose block lists ``fields`` in order.
 
@@ -551,6 +569,22 @@ class WarcFileWriter:
         if self._size >= self._max_file_bytes:
             self._finish_file()
         return pair.payload_digest
+
+    def write_note(self, target_uri: str, warc_date: str, refers_to: str,
+                   fields: Iterable[tuple[str, str]]) -> None:
+        """Append a ``metadata`` record about a record written elsewhere
+        (:meth:`WarcRecordFactory.encode_note`), opening or rolling files as needed."""
+        record = self._factory.encode_note(target_uri, warc_date, refers_to, fields,
+                                           self._compress_level)
+        if self._file is not None and self._pairs and self._size + len(record) > \
+                self._max_file_bytes:
+            self._finish_file()
+        if self._file is None:
+            self._start_file()
+        self._append(record)
+        self._pairs += 1
+        if self._size >= self._max_file_bytes:
+            self._finish_file()
 
     def close(self) -> None:
         """Finalise the current file, if any. The writer may be used again afterwards."""

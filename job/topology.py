@@ -6,6 +6,7 @@
         -> key_by(fetch key: the host, crawl/routing.py) fetch (frontier, robots, politeness,
         HTTP)
         -> key_by(payload digest) process (WARC, revisits, crawl log, links)
+           [-> one instance: near-duplicates (verdicts, the pages' outcomes)]
         -> loop sink (files back into the loop dir)
 
 Every stage has a name and a stable uid (savepoints map state to operators by uid). URLs are
@@ -16,7 +17,7 @@ canonical URLs grouped by vnode.
 from __future__ import annotations
 
 from pyflink.common import Encoder, Types
-from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream import OutputTag, StreamExecutionEnvironment
 from pyflink.datastream.connectors.file_system import (
     BucketAssigner,
     FileSink,
@@ -32,6 +33,7 @@ from crawl.processing import payload_key
 from operators.crawl_db import CrawlDbFunction
 from operators.decode import DecodeFunction
 from operators.fetch import FetchFunction
+from operators.near_dup import NearDuplicateFunction
 from operators.process import ProcessFunction
 
 __all__ = ["LOOP_POLL_MS", "build_topology"]
@@ -90,12 +92,25 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     )
 
     min_bytes = config.warc.revisit_min_bytes if config.warc.revisits else 2**62
-    loop_lines = (
+    near_queries = OutputTag("near-queries", Types.STRING()) if config.neardup.enabled else None
+    processed = (
         results.key_by(lambda result: payload_key(result, min_bytes), key_type=Types.STRING())
-        .process(ProcessFunction(config, output), output_type=Types.STRING())
+        .process(ProcessFunction(config, output, near_queries), output_type=Types.STRING())
         .name("process")
         .uid("process")
     )
+    loop_lines = processed
+    if near_queries is not None:
+        # One instance sees every page: near-duplicates share no key.
+        verdicts = (
+            processed.get_side_output(near_queries)
+            .key_by(lambda _: 0, key_type=Types.INT())
+            .process(NearDuplicateFunction(config, output), output_type=Types.STRING())
+            .name("near-duplicates")
+            .uid("near-duplicates")
+            .set_parallelism(1)
+        )
+        loop_lines = processed.union(verdicts)
 
     loop_sink = (
         FileSink.for_row_format(loop_dir, Encoder.simple_string_encoder())

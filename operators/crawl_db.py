@@ -36,7 +36,7 @@ from crawl.admission import Admission, CachedStore
 from crawl.config import Config
 from crawl.crawldb import Answer, CrawlDbPartition, partition_directory
 from crawl.layout import OutputLayout
-from crawl.loop import LoopRecordError, parse_payload
+from crawl.loop import LoopRecordError, parse_record
 from crawl.progress import StageStatus
 from crawl.routing import AddressResolver, FetchRouter
 from operators.context import Lifecycle, subtask_of
@@ -115,14 +115,14 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._faults.tick()
         _, payload = value
         try:
-            found, done = parse_payload(payload)
+            record = parse_record(payload)
         except LoopRecordError:
             self._status.count("lines.bad")
             return
         key = ctx.get_current_key()
         partition = self._partition(key)
         now = ctx.timer_service().current_processing_time()
-        answer = partition.apply(found, done, now)
+        answer = partition.apply(record.found, record.done, now, record.rescore, record.near)
         self._store(partition, payload)
         self._schedule(key, partition, now, ctx)
         yield from self._emit(answer, began)

@@ -4,9 +4,11 @@ Keyed by :func:`crawl.processing.payload_key`: the payload digest of a response,
 the captures of one payload meet in one subtask, whose keyed state ``first-capture`` (target
 URI, WARC-Date and record id) says where it was archived first; a later capture is written
 as a revisit record. Input: :class:`~crawl.model.FetchResult`. Output: loop lines (strings)
-for the loop sink. Each subtask writes its own rolling WARC files and its own
-crawl log; on start it first finalises the ``.open`` WARC files its previous attempt left
-(invariant 6), so no file is left unreadable. The work is :class:`crawl.processing.PageProcessor`'s.
+for the loop sink, and with near-duplicate detection on, a query per archived HTML page for
+the near-duplicate stage (side output; the page's outcome travels with it). Each subtask
+writes its own rolling WARC files and its own crawl log; on start it first finalises the
+``.open`` WARC files its previous attempt left (invariant 6), so no file is left unreadable.
+The work is :class:`crawl.processing.PageProcessor`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 import uuid
 
 from pyflink.common import Types
-from pyflink.datastream import KeyedProcessFunction, RuntimeContext
+from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 from pyflink.datastream.state import ValueStateDescriptor
 
 from crawl.config import Config
@@ -56,9 +58,11 @@ class _StateCaptures:
 class ProcessFunction(KeyedProcessFunction):
     """Archives, logs and routes fetch outcomes (see the module docstring)."""
 
-    def __init__(self, config: Config, output_dir: str) -> None:
+    def __init__(self, config: Config, output_dir: str, near_queries: OutputTag | None = None
+                 ) -> None:
         self._config = config
         self._output_dir = output_dir
+        self._near_queries = near_queries
 
     def open(self, runtime_context: RuntimeContext) -> None:
         subtask = subtask_of(runtime_context)
@@ -108,6 +112,7 @@ class ProcessFunction(KeyedProcessFunction):
             metadata_records=config.warc.metadata_records,
             captures=self._captures if config.warc.revisits else None,
             dedup_min_bytes=config.warc.revisit_min_bytes,
+            near_duplicates=self._near_queries is not None,
         )
 
 
@@ -126,9 +131,14 @@ class ProcessFunction(KeyedProcessFunction):
     def process_element(self, value: FetchResult, ctx: KeyedProcessFunction.Context):
         self._faults.tick()
         began = time.thread_time()
-        lines = self._processor.process(value)
+        processor = self._processor
+        lines = processor.process(value)
         self._status.busy_seconds += time.thread_time() - began
         yield from lines
+        if processor.near_queries:
+            for query in processor.near_queries:
+                yield self._near_queries, query
+            processor.near_queries.clear()
 
 
 def _host_address() -> str:

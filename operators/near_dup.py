@@ -1,0 +1,109 @@
+"""The near-duplicate stage: one instance judges every archived page against the earlier ones.
+
+Input: :class:`crawl.near_judge.NearQuery` strings from the process stage's side output, keyed
+by one constant key (the stage runs with parallelism 1: near-duplicates share no key). Output:
+loop lines for the crawl DB (each page's outcome, and for a near-duplicate its mark and the
+rescored links, :class:`crawl.near_judge.NearJudge`). It writes a WARC ``metadata`` record
+about each near-duplicate's response into WARC files of its own (prefix
+``<warc.prefix>-neardup``), finalising on start what a failed attempt left open.
+
+State, under the one key: ``pages``, a ListState of the pages the index holds
+(``fingerprint capture-id url``), from which the index is rebuilt after a restore.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from pyflink.common import Types
+from pyflink.datastream import KeyedProcessFunction, RuntimeContext
+from pyflink.datastream.state import ListStateDescriptor
+
+from crawl.config import Config
+from crawl.layout import OutputLayout
+from crawl.near_judge import NearJudge, NearQuery
+from crawl.progress import StageStatus
+from crawl.warc_writer import WarcFileWriter, recover_open_files
+from operators.context import Lifecycle, subtask_of
+
+__all__ = ["NearDuplicateFunction", "near_dup_prefix"]
+
+log = logging.getLogger(__name__)
+
+
+def near_dup_prefix(config: Config) -> str:
+    """The name prefix of the stage's WARC files."""
+    return f"{config.warc.prefix}-neardup"
+
+
+class NearDuplicateFunction(KeyedProcessFunction):
+    """Judges pages and tells the crawl DB (see the module docstring)."""
+
+    def __init__(self, config: Config, output_dir: str) -> None:
+        self._config = config
+        self._output_dir = output_dir
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        subtask = subtask_of(runtime_context)
+        self._subtask = subtask.index
+        self._closed = False
+        Lifecycle.opened("neardup", subtask.index, self._shutdown)
+        config = self._config
+        layout = OutputLayout(self._output_dir)
+        warc_dir = layout.warc
+        warc_dir.mkdir(parents=True, exist_ok=True)
+        prefix = near_dup_prefix(config)
+        for recovered in recover_open_files(warc_dir, prefix, subtask.index):
+            log.warning("recovered WARC file left open: %s", recovered)
+        self._status = StageStatus(layout.status, "neardup", subtask.index, subtask.attempt)
+        self._warc = WarcFileWriter(
+            warc_dir, prefix, subtask.index, config.warc.max_file_bytes,
+            {"operator": config.warc.operator,
+             "description": "near-duplicate verdicts about responses of the crawl"},
+        )
+        self._pages = runtime_context.get_list_state(
+            ListStateDescriptor("pages", Types.STRING())
+        )
+        self._judge: NearJudge | None = None
+        self._producer_id = f"n{subtask.index}.{uuid.uuid4().hex[:12]}"
+        self._status.gauge_functions["pages"] = lambda: len(self._judge or ())
+
+    def close(self) -> None:
+        Lifecycle.closed("neardup", self._subtask, self._shutdown)
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._warc.close()
+        self._status.close()
+
+    def process_element(self, value: str, ctx: KeyedProcessFunction.Context):
+        began = time.thread_time()
+        judge = self._judge
+        if judge is None:
+            # The state is keyed: it can be read only with a key, i.e. here.
+            judge = self._judge = NearJudge(
+                self._config.neardup, self._config.crawl.vnodes, self._producer_id
+            )
+            self._status.count("state.unreadable", judge.restore(self._pages.get() or []))
+        try:
+            query = NearQuery.decode(value)
+        except (ValueError, TypeError) as error:
+            self._status.count("queries.bad")
+            log.warning("unreadable near-duplicate query (%s): %.200s", error, value)
+            return
+        verdict = judge.judge(query)
+        if verdict.rewrite:
+            self._pages.update(judge.entries())
+        elif verdict.entry is not None:
+            self._pages.add(verdict.entry)
+        self._status.count("pages.in")
+        if verdict.note is not None:
+            self._warc.write_note(query.url, query.warc_date, query.record_id, verdict.note)
+            self._status.count("pages.near_duplicate")
+        self._status.busy_seconds += time.thread_time() - began
+        yield from verdict.lines
