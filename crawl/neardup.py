@@ -77,18 +77,15 @@ MIN_FEATURES = 32
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _DIGIT = re.compile(r"\d")
-_MONTH = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
 )
-_WEEKDAY = r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?"
-#: Dates in lower-cased text: a month name next to a number ("3 march", "march 3", "3rd of
-#: march", "mar. 3"), with a weekday name before it ("tuesday, 3 march").
-_DATE = re.compile(
-    rf"(?:\b{_WEEKDAY}\b\.?,?\s+)?"
-    rf"(?:\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_MONTH}\b\.?\s+(?=\d))",
-    re.UNICODE,
+_WEEKDAYS = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "mon tue tues wed thu thur thurs fri sat sun".split()
 )
+_DATE_WORDS = _MONTHS | _WEEKDAYS
 
 
 class Fingerprint(NamedTuple):
@@ -100,10 +97,26 @@ class Fingerprint(NamedTuple):
 
 def content_features(text: str) -> list[str]:
     """The distinct words of ``text``, lower-cased, in order of first appearance, without the
-    words that hold a digit and without dates (month names next to a number, and a weekday
-    before them). O(characters)."""
-    words = dict.fromkeys(_WORD.findall(_DATE.sub(" ", text.lower())))
-    return [word for word in words if not _DIGIT.search(word)]
+    words that hold a digit and without dates: month and weekday names (and their
+    abbreviations) next to a number ("3 march", "march 3", "mar. 3", "3rd of march", "tuesday,
+    3 march"; a weekday also before a month). O(characters)."""
+    words = _WORD.findall(text.lower())
+    dated = [i for i, word in enumerate(words) if word in _DATE_WORDS]
+    if dated:
+        drop = {i for i in dated if _in_date(words, i)}
+        if drop:
+            words = [word for i, word in enumerate(words) if i not in drop]
+    return [word for word in dict.fromkeys(words) if not _DIGIT.search(word)]
+
+
+def _in_date(words: list[str], i: int) -> bool:
+    after = words[i + 1] if i + 1 < len(words) else ""
+    before = words[i - 1] if i else ""
+    if after[:1].isdigit() or before[:1].isdigit():
+        return True
+    if before == "of" and i >= 2 and words[i - 2][:1].isdigit():
+        return True
+    return words[i] in _WEEKDAYS and after in _MONTHS
 
 
 def fingerprint_text(text: str) -> Fingerprint:
