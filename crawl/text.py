@@ -9,10 +9,11 @@ them as written, so ``fa<b>st</b>`` stays one word. Runs of whitespace become on
 result has no leading or trailing space.
 
 :func:`main_text` narrows it to the page's article (what :mod:`crawl.neardup` fingerprints).
-Once a page is parsed, on the synthetic web's pages: visible text about 50 us a page (0.9 KB
-pages of links) to 80 us (3.8 KB article pages), main text 140 to 270 us; parsing itself takes
-20 to 35 us. Nothing here raises on junk: a document without a body, or bytes lxml cannot make
-a document of, give ``""``; libxml2 drops what is nested deeper than 255 elements.
+Once a page is parsed, on the synthetic web's pages (``bench/neardup_quality.py``): visible text
+about 35 us a page (0.9 KB pages of links) to 105 us (4.9 KB article pages of the near-duplicate
+profile), main text 155 to 440 us; parsing itself takes 20 to 45 us. Nothing here raises on
+junk: a document without a body, or bytes lxml cannot make a document of, give ``""``; libxml2
+drops what is nested deeper than 255 elements.
 """
 
 from __future__ import annotations
