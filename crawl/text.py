@@ -9,10 +9,11 @@ them as written, so ``fa<b>st</b>`` stays one word. Runs of whitespace become on
 result has no leading or trailing space.
 
 :func:`main_text` narrows it to the page's article (what :mod:`crawl.neardup` fingerprints).
-Once a page is parsed, on the synthetic web's pages: visible text about 50 us a page (0.9 KB
-pages of links) to 80 us (3.8 KB article pages), main text 140 to 270 us; parsing itself takes
-20 to 35 us. Nothing here raises on junk: a document without a body, or bytes lxml cannot make
-a document of, give ``""``; libxml2 drops what is nested deeper than 255 elements.
+Once a page is parsed, on the synthetic web's pages (``bench/neardup_quality.py``): visible text
+about 35 us a page (0.9 KB pages of links) to 105 us (4.9 KB article pages of the near-duplicate
+profile), main text 155 to 440 us; parsing itself takes 20 to 45 us. Nothing here raises on
+junk: a document without a body, or bytes lxml cannot make a document of, give ``""``; libxml2
+drops what is nested deeper than 255 elements.
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ import re
 import lxml.etree
 import lxml.html
 
-__all__ = ["INLINE_TAGS", "SKIPPED_TAGS", "main_text", "visible_text", "visible_text_of"]
+__all__ = [
+    "AD_NAMES",
+    "INLINE_TAGS",
+    "SKIPPED_TAGS",
+    "advert",
+    "main_text",
+    "visible_text",
+    "visible_text_of",
+]
 
 #: Elements whose content is never shown.
 SKIPPED_TAGS = frozenset({"script", "style", "noscript", "template", "head", "title"})
@@ -43,6 +52,13 @@ _PARSERS: dict[str, lxml.html.HTMLParser] = {}
 def visible_text(document: lxml.etree._Element) -> str:
     """The visible text of an lxml.html document (or of any element: its own visible text),
     whitespace collapsed. O(elements + characters); never raises on a parsed document."""
+    return _visible_text(document, None)
+
+
+def _visible_text(
+    document: lxml.etree._Element, omitted: set[lxml.etree._Element] | None
+) -> str:
+    """:func:`visible_text`, without the elements in ``omitted`` (their tails stay)."""
     if not isinstance(document.tag, str):
         return ""
     root = document
@@ -67,7 +83,7 @@ def visible_text(document: lxml.etree._Element) -> str:
                     append(tail)
                 continue
             name = _NAMES.get(tag) or _name(tag)
-            if name in SKIPPED_TAGS:
+            if name in SKIPPED_TAGS or (omitted and element in omitted):
                 skipping = element
                 walker.skip_subtree()
                 continue
@@ -105,6 +121,16 @@ _LIKELY = re.compile(
     r"article|body|content|entry|hentry|h-entry|main|page|post|text|blog|story", re.IGNORECASE
 )
 _PARAGRAPHS = lxml.etree.XPath("//body//p | //body//pre")
+#: Class and id words that name an advertisement, matched as whole words of the name (split at
+#: spaces, punctuation and case changes: ``ad-slot``, ``div-gpt-ad-1``, ``adContainer``,
+#: ``google_ads``; not ``head``, ``load``, ``shadow`` or ``badge``).
+AD_NAMES = frozenset({
+    "ad", "ads", "adv", "advert", "adverts", "advertisement", "advertisements", "advertising",
+    "sponsor", "sponsors", "sponsored", "promo", "promos", "promoted", "promotion", "banner",
+    "banners", "adsense", "adslot", "adunit", "adbox", "dfp", "taboola", "outbrain",
+})  # fmt: skip
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_NAMED = lxml.etree.XPath(".//*[@class or @id]")
 
 
 def main_text(document: lxml.etree._Element) -> str:
@@ -113,13 +139,15 @@ def main_text(document: lxml.etree._Element) -> str:
     stands out. Cost: O(elements + characters).
 
     A shortened form of Mozilla Readability's choice of the content element: every ``<p>`` or
-    ``<pre>`` outside headers, footers, navigation, asides and elements whose class or id says
-    they are such (``menu``, ``sidebar``, ``cookie``, ``related`` ...) gives its number of words
+    ``<pre>`` outside headers, footers, navigation, asides, advertisements and elements whose
+    class or id says they are such (``menu``, ``sidebar``, ``cookie``, ``related`` ...; for
+    advertisements the whole words of :data:`AD_NAMES`: ``ad``, ``advert``, ``sponsored``,
+    ``promo`` ...) gives its number of words
     (not counting link text) to its parent and half of it to its grandparent; the element with
     the highest score, times the share of its words that are not link text, is the content.
     Its visible text is the result, without its children that are mostly links (at least half
-    of their words) or named as above. Words with digits (dates, counters) are kept here; it
-    is for the features to drop them.
+    of their words) or named as above, and without advertisements at any depth. Dates and
+    counters are kept here; it is for the features to drop them.
     """
     scores: dict[lxml.etree._Element, float] = {}
     try:
@@ -148,13 +176,26 @@ def main_text(document: lxml.etree._Element) -> str:
             best, best_score = element, weighted
     if best is None:
         return visible_text(document)
+    adverts = {element for element in _NAMED(best) if _advert(element)} or None
     parts = [best.text or ""]
     for child in best:
         if isinstance(child.tag, str) and not _boilerplate(child):
-            parts.append(visible_text(child))
+            parts.append(_visible_text(child, adverts))
         if child.tail:
             parts.append(child.tail)
     return " ".join(" ".join(parts).split())
+
+
+def advert(element: lxml.etree._Element) -> bool:
+    """Whether an element's class or id names it an advertisement (:data:`AD_NAMES`)."""
+    return _advert(element)
+
+
+def _advert(element: lxml.etree._Element) -> bool:
+    names = _names(element)
+    if names == " ":
+        return False
+    return any(word.lower() in AD_NAMES for word in _NAME_WORDS.findall(names))
 
 
 def _names(element: lxml.etree._Element) -> str:
@@ -168,23 +209,27 @@ def _name_weight(element: lxml.etree._Element) -> float:
         weight *= 1.25
     if _UNLIKELY.search(names):
         weight *= 0.5
+    if _advert(element):
+        weight *= 0.1
     return weight
 
 
 def _aside(element: lxml.etree._Element) -> bool:
-    """Whether an element is within a header, footer, navigation, aside or an element named
-    as one (:data:`_UNLIKELY`)."""
+    """Whether an element is within a header, footer, navigation, aside, advertisement or an
+    element named as one (:data:`_UNLIKELY`, :data:`AD_NAMES`)."""
     node: lxml.etree._Element | None = element
     while node is not None:
         tag = _tag(node)
-        if tag in _ASIDE_TAGS or (tag not in ("html", "body") and _UNLIKELY.search(_names(node))):
+        if tag in _ASIDE_TAGS or (
+            tag not in ("html", "body") and (_UNLIKELY.search(_names(node)) or _advert(node))
+        ):
             return True
         node = node.getparent()
     return False
 
 
 def _boilerplate(element: lxml.etree._Element) -> bool:
-    if _tag(element) in _ASIDE_TAGS or _UNLIKELY.search(_names(element)):
+    if _tag(element) in _ASIDE_TAGS or _UNLIKELY.search(_names(element)) or _advert(element):
         return True
     words, link_words = _words(element)
     return words > 0 and link_words * 2 >= words

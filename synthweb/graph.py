@@ -26,8 +26,9 @@ their robots.txt, listing pages no page links to, and adds the hosts ``sm-*.synt
 sitemap format and every case a crawler must refuse), linked from the showcase home page.
 
 The near-duplicate profile (off by default; :mod:`synthweb.neardup`) adds pages ``/news/{n}`` to
-some normal hosts: copies of one article with small edits in each host's boilerplate, and
-decoys that share the boilerplate only, linked from their hosts' home pages.
+some normal hosts: copies of one article in each host's boilerplate (with its own date, counters,
+advertisement and markup; in edited groups also a few words changed), and decoys that share the
+boilerplate only, linked from their hosts' home pages.
 """
 
 from __future__ import annotations
@@ -167,8 +168,13 @@ class WebConfig:
     # -- the near-duplicate profile (synthweb.neardup) ----------------------------------------
 
     #: Articles each served as ``near_duplicate_group_size`` near-duplicate pages on different
-    #: hosts, with decoys; 0: the profile is off.
+    #: hosts (the same text, another page around it), with decoys; the profile is off when
+    #: this and ``near_duplicate_edited_groups`` are 0.
     near_duplicate_groups: int = 0
+    #: Articles served as ``near_duplicate_group_size`` pages whose text differs besides: one
+    #: to four words of the article changed per copy after the first (the harder case,
+    #: counted apart), with decoys.
+    near_duplicate_edited_groups: int = 0
     #: Pages of each group (copies of its article, on as many hosts as there are).
     near_duplicate_group_size: int = 4
     #: Decoys of each group: pages with the boilerplate of its copies' hosts and another article.
@@ -214,6 +220,7 @@ class WebConfig:
             ("farm_links_per_page", 1),
             ("popular_pages", 0),
             ("near_duplicate_groups", 0),
+            ("near_duplicate_edited_groups", 0),
             ("near_duplicate_group_size", 2),
             ("near_duplicate_decoys_per_group", 0),
         ):
@@ -260,10 +267,11 @@ class WebConfig:
         return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
 
     def with_near_duplicate_profile(self, **changes: object) -> WebConfig:
-        """This configuration with the near-duplicate profile on (12 groups of 4 pages, 2 decoys
-        a group); ``changes`` override its fields."""
+        """This configuration with the near-duplicate profile on (12 groups and 12 edited
+        groups of 4 pages, 2 decoys a group); ``changes`` override its fields."""
         profile: dict[str, object] = {
             "near_duplicate_groups": 12,
+            "near_duplicate_edited_groups": 12,
             "near_duplicate_group_size": 4,
             "near_duplicate_decoys_per_group": 2,
         }
@@ -691,11 +699,22 @@ class SyntheticWeb:
 
     def near_duplicate_groups(self) -> list[tuple[str, ...]]:
         """The near-duplicate groups (:mod:`synthweb.neardup`): for each, the URLs of its pages,
-        whose visible texts are one article with small edits; empty with the profile off.
-        Every other page of the web, decoys included, is a near-duplicate of none of them."""
+        one article (the same words) in the boilerplate of several hosts, with its own date,
+        counters, advertisement, tracking parameters and markup on each page; empty with the
+        profile off. Every other page of the web, decoys and edited groups included, is a
+        near-duplicate of none of them."""
+        return self._near_duplicate_group_urls(edited=False)
+
+    def near_duplicate_edited_groups(self) -> list[tuple[str, ...]]:
+        """The edited groups: as :meth:`near_duplicate_groups`, and besides one to four words
+        of the article changed on every copy after the first (``near_duplicate_edited_groups``
+        of the configuration); a near-duplicate of none of the other pages."""
+        return self._near_duplicate_group_urls(edited=True)
+
+    def _near_duplicate_group_urls(self, edited: bool) -> list[tuple[str, ...]]:
         groups: dict[int, list[str]] = {}
         for url, placement in self._near_duplicate_urls():
-            if placement.decoy < 0:
+            if placement.decoy < 0 and placement.edited == edited:
                 groups.setdefault(placement.group, []).append(url)
         return [tuple(groups[g]) for g in sorted(groups)]
 
@@ -714,7 +733,7 @@ class SyntheticWeb:
 
     def _place_near_duplicates(self) -> dict[int, tuple[neardup.Placement, ...]]:
         config = self.config
-        if not config.near_duplicate_groups:
+        if not (config.near_duplicate_groups or config.near_duplicate_edited_groups):
             return {}
         hosts = [
             i
@@ -727,6 +746,7 @@ class SyntheticWeb:
             config.near_duplicate_groups,
             config.near_duplicate_group_size,
             config.near_duplicate_decoys_per_group,
+            config.near_duplicate_edited_groups,
         )
 
     def _near_duplicate_links(self, index: int, number: int) -> tuple[Link, ...]:

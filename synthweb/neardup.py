@@ -1,21 +1,32 @@
 """The near-duplicate profile of the synthetic web: one article on several sites, and decoys.
 
-Off unless ``WebConfig.near_duplicate_groups`` is above 0
+Off unless ``WebConfig.near_duplicate_groups`` or ``near_duplicate_edited_groups`` is above 0
 (:meth:`~synthweb.graph.WebConfig.with_near_duplicate_profile`); with it off nothing here is
 served or modelled and the web is byte for byte what it was. With it on:
 
-- **Groups**: ``near_duplicate_groups`` articles, each served as ``near_duplicate_group_size``
-  pages ``/news/{n}`` on different hosts (the same host again only when there are too few). The
-  copies are the same article with small edits: a few words changed (one to four, words of the
-  article's vocabulary), a date and counter line of their own ("Published 3 March 2026 ...
-  1,204 views"), and the host's own boilerplate around it: its name, tagline, navigation,
-  cookie notice, footer and disclaimer, a "related" list of links (in another order on each
-  page), in one of three layouts (HTML5 sections, ``<div>`` blocks, a layout table), with
-  inline scripts, styles and ``<noscript>`` text a reader does not see.
-- **Decoys**: ``near_duplicate_decoys_per_group`` pages per group, on the hosts of the group's
-  copies: the same boilerplate, the same related links and date line, and an article of their
-  own (half of them short, a few sentences, so that the boilerplate is most of their text). A
-  decoy is a near-duplicate of nothing.
+- **Groups** (near-duplicates as Manku, Jain and Das Sarma define them, WWW 2007: pages
+  "identical in terms of content but differing in a small portion of the document such as
+  advertisements, counters and timestamps"): ``near_duplicate_groups`` articles, each served
+  as ``near_duplicate_group_size`` pages ``/news/{n}`` on different hosts (the same host again
+  only when there are too few). The copies carry the same words of the article; each has the
+  host's own boilerplate around it (name, tagline, navigation, cookie notice, footer and
+  disclaimer, a "related" list of links in another order on each page) in one of three
+  layouts (HTML5 sections, ``<div>`` blocks, a layout table), with inline scripts, styles and
+  ``<noscript>`` text a reader does not see; and of its own: a date and counter line
+  ("Published 3 March 2026 ... 1,204 views"), a "Comments: N, last updated ..." line, an
+  advertisement (a label and a few sentences of other words, marked up as the host marks its
+  advertisements, :data:`AD_MARKUP`: ``<aside class="ad">``, ``<div class="advert">``,
+  ``<div id="sponsored">`` ..., within the article or after it), tracking parameters
+  (``utm_*``) in the links of the advertisement and of the share line, and the markup of the
+  article: paragraphs split or joined elsewhere, words in ``<b>``/``<i>``/``<em>``/
+  ``<strong>``, line breaks and indentation.
+- **Edited groups** (the harder case, counted apart): ``near_duplicate_edited_groups``
+  articles served as the groups are, and besides one to four words of the article changed
+  (words of the article's vocabulary) on every copy after the first.
+- **Decoys**: ``near_duplicate_decoys_per_group`` pages per group (edited groups too), on the
+  hosts of the group's copies: the same boilerplate, the same kind of date line and
+  advertisement, and an article of their own (half of them short, a few sentences, so that
+  the boilerplate is most of their text). A decoy is a near-duplicate of nothing.
 
 Articles are sentences of synthetic words (a Zipf-like draw from a vocabulary of a few
 thousand, mixed with English function words), so two articles share common word runs but no
@@ -23,8 +34,11 @@ passage. The hosts are normal hosts whose robots.txt lets every crawler fetch ``
 (robots kinds normal and missing; not the showcase, whose layout is fixed); each host's home
 page links its ``/news/`` pages, and the showcase home page (host 0's when there is none)
 links the home page of every such host, so a crawl from ``h0`` reaches them all. The ground
-truth is :meth:`~synthweb.graph.SyntheticWeb.near_duplicate_groups` and
-:meth:`~synthweb.graph.SyntheticWeb.near_duplicate_decoys`.
+truth is :meth:`~synthweb.graph.SyntheticWeb.near_duplicate_groups`,
+:meth:`~synthweb.graph.SyntheticWeb.near_duplicate_edited_groups` and
+:meth:`~synthweb.graph.SyntheticWeb.near_duplicate_decoys`. Links to advertisers and sharing
+sites go to hosts off the web (the proxy answers 502); the links within the web carry no
+tracking parameters, as the web answers no such spelling of its pages.
 
 This module holds what needs no model: the placement of pages, articles, edits and rendering.
 """
@@ -36,8 +50,13 @@ import dataclasses
 import html
 import itertools
 import random
+import re
+import urllib.parse
+from collections.abc import Callable
 
-__all__ = ["ArticlePage", "Placement", "article_page", "headline", "place"]
+from synthweb.urls import nohost_name
+
+__all__ = ["AD_MARKUP", "ArticlePage", "Placement", "article_page", "headline", "place"]
 
 # -- words ---------------------------------------------------------------------------------
 
@@ -109,38 +128,45 @@ def _title(rng: random.Random, low: int, high: int) -> str:
 @dataclasses.dataclass(frozen=True, slots=True)
 class Placement:
     """One page of the profile: a copy of group ``group``'s article (``decoy`` -1), or decoy
-    number ``decoy`` of that group (the copies' hosts in turn)."""
+    number ``decoy`` of that group (the copies' hosts in turn). ``edited``: the group is one of
+    the edited groups (its copies after the first have words of the article changed), numbered
+    apart from the others."""
 
     group: int
     copy: int
     decoy: int = -1
+    edited: bool = False
 
     @property
     def article_key(self) -> str:
         """What names the page's article: the group's, or the decoy's own."""
+        group = f"edited:{self.group}" if self.edited else f"group:{self.group}"
         if self.decoy < 0:
-            return f"group:{self.group}"
-        return f"decoy:{self.group}:{self.decoy}"
+            return group
+        return f"decoy:{group}:{self.decoy}"
 
 
 def place(
-    seed: int, hosts: list[int], groups: int, size: int, decoys: int
+    seed: int, hosts: list[int], groups: int, size: int, decoys: int, edited: int = 0
 ) -> dict[int, tuple[Placement, ...]]:
     """host index -> its pages of the profile, in path order: each group's copies on ``size``
     different hosts drawn from ``hosts`` (repeating hosts only when there are fewer), its
-    decoys on the hosts of its copies."""
-    if not hosts or not groups:
+    decoys on the hosts of its copies; the ``groups`` groups first, then the ``edited`` ones."""
+    if not hosts or not (groups or edited):
         return {}
     rng = random.Random(f"synthweb:{seed}:neardup:place")
     placed: dict[int, list[Placement]] = {}
-    for group in range(groups):
+    kinds = [(group, False) for group in range(groups)] + [(g, True) for g in range(edited)]
+    for group, is_edited in kinds:
         order = list(hosts)
         rng.shuffle(order)
         chosen = [order[i % len(order)] for i in range(size)]
         for copy, host in enumerate(chosen):
-            placed.setdefault(host, []).append(Placement(group, copy))
+            placed.setdefault(host, []).append(Placement(group, copy, edited=is_edited))
         for decoy in range(decoys):
-            placed.setdefault(chosen[decoy % size], []).append(Placement(group, -1, decoy))
+            placed.setdefault(chosen[decoy % size], []).append(
+                Placement(group, -1, decoy, is_edited)
+            )
     return {host: tuple(pages) for host, pages in sorted(placed.items())}
 
 
@@ -200,6 +226,24 @@ class _Site:
     footer_links: tuple[str, ...]
     #: (headline, nothing more): the related links' texts, matched to targets in order
     related_titles: tuple[str, ...]
+    #: How the site marks up its advertisements: (tag, attributes), see :data:`AD_MARKUP`.
+    ad_markup: tuple[str, str]
+    #: Whether its advertisements sit within the article (between paragraphs) or after it.
+    ad_within: bool
+
+
+#: Advertisement blocks as sites mark them up: (tag, attributes; ``{n}`` a number of the page).
+AD_MARKUP = (
+    ("aside", 'class="ad"'),
+    ("div", 'class="advert"'),
+    ("div", 'id="sponsored"'),
+    ("div", 'class="ad-slot ad-300x250"'),
+    ("section", 'class="promo"'),
+    ("div", 'id="div-gpt-ad-{n}-0"'),
+    ("div", 'class="banner-ad"'),
+    ("div", 'class="adContainer" data-slot="{n}"'),
+)
+_AD_LABELS = ("Advertisement", "Sponsored", "Advertisement", "Promoted", "Partner content")
 
 
 def _site(seed: int, host: str) -> _Site:
@@ -223,7 +267,12 @@ def _site(seed: int, host: str) -> _Site:
         )
     )  # fmt: skip
     related = tuple(_title(rng, 3, 7) for _ in range(8))
-    return _Site(name, tagline, rng.choice(LAYOUTS), sections, cookie, disclaimer, footer, related)
+    layout = rng.choice(LAYOUTS)
+    ad_markup = rng.choice(AD_MARKUP)
+    return _Site(
+        name, tagline, layout, sections, cookie, disclaimer, footer, related, ad_markup,
+        rng.random() < 0.5,
+    )  # fmt: skip
 
 
 # -- pages ---------------------------------------------------------------------------------
@@ -251,16 +300,23 @@ def article_page(
     ``nav_paths``: paths of the host that its navigation links (the first is the home page);
     ``related``: (path, headline or "") of the host's pages the related list links, in any
     order (the page shuffles them; an empty headline takes one of the site's own titles).
+
+    What differs between two copies of one article (besides the host's boilerplate and
+    layout): the date and counter line, the "comments / last updated" line, the order of the
+    related links, an advertisement of its own (a few sentences, marked up as the site marks
+    its advertisements, within the article or after it), tracking parameters in the links of
+    the advertisement and of the share line, and the markup of the article: paragraphs split
+    or joined elsewhere, some words in ``<b>``/``<i>``/``<em>``/``<strong>``, line breaks and
+    indentation. The article's words are the same, unless the placement is a copy of an
+    edited group (one to four words changed).
     """
     site = _site(seed, host)
     rng = random.Random(f"synthweb:{seed}:neardup:page:{host}:{path}")
     article = _article(seed, placement.article_key)
-    if placement.decoy < 0 and placement.copy > 0:
+    if placement.edited and placement.decoy < 0 and placement.copy > 0:
         article = _edited(article, rng)
-    links: list[tuple[str, str]] = []
 
     def anchor(href: str, text: str) -> str:
-        links.append((href, f"http://{host}{href}"))
         return f'<a href="{html.escape(href, quote=True)}">{html.escape(text)}</a>'
 
     nav_texts = ("Home", *site.sections)
@@ -274,7 +330,17 @@ def article_page(
         f"{rng.randint(0, 59):02d} \u00b7 {rng.randint(100, 99_999):,} views \u00b7 "
         f"{rng.randint(0, 400)} comments"
     )
-    paragraphs = "\n".join(f"<p>{html.escape(' '.join(words))}</p>" for words in article.paragraphs)
+    updated_line = (
+        f"Comments: {rng.randint(0, 900)} \u00b7 Last updated {rng.randint(0, 23):02d}:"
+        f"{rng.randint(0, 59):02d}, {rng.randint(1, 28)} {rng.choice(_MONTHS)} 2026"
+    )
+    blocks = [_render_paragraph(words, rng) for words in _regrouped(article.paragraphs, rng)]
+    ad = _advertisement(rng, site, host, anchor)
+    if site.ad_within and len(blocks) > 1:
+        blocks.insert(rng.randint(1, len(blocks) - 1), ad)
+        ad = ""
+    paragraphs = "\n".join(blocks)
+    share = _share_line(rng, host, path, anchor)
     title = html.escape(article.headline)
     tracker = (
         f"<script>window.dataLayer = window.dataLayer || []; dataLayer.push({{'section': "
@@ -294,7 +360,8 @@ def article_page(
         )
         main = (
             f"<main><article><h1>{title}</h1>\n<p class=\"meta\">{date_line}</p>\n{paragraphs}\n"
-            f"</article>\n<aside><h2>Related</h2><ul>\n{related_html}\n</ul></aside></main>\n"
+            f"<p class=\"updated\">{updated_line}</p>\n{share}</article>\n{ad}"
+            f"<aside><h2>Related</h2><ul>\n{related_html}\n</ul></aside></main>\n"
         )
         footer_links = " ".join(anchor(nav_paths[0], t) for t in site.footer_links)
         footer = (
@@ -311,7 +378,8 @@ def article_page(
         )
         content = (
             f"<div id=\"content\"><div class=\"story\"><h2>{title}</h2>\n"
-            f"<div class=\"byline\">{date_line}</div>\n{paragraphs}\n</div></div>\n"
+            f"<div class=\"byline\">{date_line}</div>\n{paragraphs}\n"
+            f"<div class=\"stamp\">{updated_line}</div>{share}</div>{ad}</div>\n"
         )
         related_html = "<br>\n".join(anchor(p, t) for p, t in items)
         side = f"<div class=\"sidebar\"><h3>More from us</h3>\n{related_html}\n</div>\n"
@@ -330,6 +398,7 @@ def article_page(
             f"{html.escape(site.name)}</font><br><i>{html.escape(site.tagline)}</i></td></tr>\n"
             f"<tr><td valign=\"top\" width=\"150\">{nav_html}</td>\n<td valign=\"top\">"
             f"<b>{title}</b><br><small>{date_line}</small>\n{paragraphs}\n"
+            f"<small>{updated_line}</small>{share}{ad}"
             f"<table><tr><th>Read next</th></tr>{related_html}</table></td></tr>\n"
             f"<tr><td colspan=\"2\">{html.escape(site.cookie_notice)} {noscript} "
             f"{' - '.join(anchor(nav_paths[0], t) for t in site.footer_links)}<br>"
@@ -340,4 +409,93 @@ def article_page(
         f"<title>{title} | {html.escape(site.name)}</title>{style}{tracker}</head>\n"
         f"<body>\n{body}{tracker}\n</body></html>\n"
     )
-    return ArticlePage(tuple(links), document.encode())
+    # hrefs are paths of the host, or absolute URLs already in canonical form
+    hrefs = [html.unescape(href) for href in _HREF.findall(document)]
+    links = tuple((h, h if h.startswith("http://") else f"http://{host}{h}") for h in hrefs)
+    return ArticlePage(links, document.encode())
+
+
+_HREF = re.compile(r'<a href="([^"]*)">')
+
+
+def _sentences(words: tuple[str, ...]) -> list[list[str]]:
+    sentences: list[list[str]] = [[]]
+    for word in words:
+        sentences[-1].append(word)
+        if word.endswith("."):
+            sentences.append([])
+    return [sentence for sentence in sentences if sentence]
+
+
+def _regrouped(
+    paragraphs: tuple[tuple[str, ...], ...], rng: random.Random
+) -> list[list[list[str]]]:
+    """The article's paragraphs (as sentences) as this page groups them: some joined to the
+    one before, some split in two at a sentence."""
+    grouped: list[list[list[str]]] = []
+    for words in paragraphs:
+        sentences = _sentences(words)
+        roll = rng.random()
+        if roll < 0.2 and grouped:
+            grouped[-1] += sentences
+        elif roll < 0.4 and len(sentences) > 1:
+            cut = rng.randint(1, len(sentences) - 1)
+            grouped += [sentences[:cut], sentences[cut:]]
+        else:
+            grouped.append(sentences)
+    return grouped
+
+
+_Anchor = Callable[[str, str], str]
+_EMPHASIS = ("b", "i", "em", "strong")
+_GAPS = (" ", " ", " ", "\n", "  ", "\n    ", "<br>\n")
+
+
+def _render_paragraph(sentences: list[list[str]], rng: random.Random) -> str:
+    """A ``<p>`` of the sentences, with a few words emphasised and spacing of its own."""
+    rendered = []
+    for sentence in sentences:
+        words = [html.escape(word) for word in sentence]
+        if rng.random() < 0.3:
+            at = rng.randrange(len(words))
+            tag = rng.choice(_EMPHASIS)
+            words[at] = f"<{tag}>{words[at]}</{tag}>"
+        rendered.append(" ".join(words))
+    text = rendered[0]
+    for sentence in rendered[1:]:
+        text += rng.choice(_GAPS) + sentence
+    return f"<p>{text}</p>" if rng.random() < 0.7 else f"<p>\n  {text}\n</p>"
+
+
+def _tracking(rng: random.Random, host: str, medium: str) -> str:
+    source = host.split(".")[0]
+    campaign = _content_word(rng)
+    return f"utm_source={source}&utm_medium={medium}&utm_campaign={campaign}-{rng.randrange(100)}"
+
+
+def _advertisement(rng: random.Random, site: _Site, host: str, anchor: _Anchor) -> str:
+    """An advertisement in the site's markup: a label, one to three sentences of words of its
+    own, a link to the advertiser (off the web) with tracking parameters."""
+    tag, attributes = site.ad_markup
+    attributes = attributes.replace("{n}", str(rng.randrange(10_000)))
+    text = " ".join(" ".join(_sentence(rng, 5, 14)) + "." for _ in range(rng.randint(1, 3)))
+    click = (
+        f"http://{nohost_name(rng.randrange(3))}/click?ad={rng.randrange(10**6)}&"
+        + _tracking(rng, host, "display")
+    )
+    return (
+        f"<{tag} {attributes}><span class=\"label\">{rng.choice(_AD_LABELS)}</span>"
+        f"<p>{html.escape(text)}</p>{anchor(click, _title(rng, 2, 3))}</{tag}>"
+    )
+
+
+def _share_line(rng: random.Random, host: str, path: str, anchor: _Anchor) -> str:
+    """Links to share the page (off the web), with tracking parameters."""
+    target = urllib.parse.quote(f"http://{host}{path}", safe="")
+    shares = [
+        anchor(
+            f"http://{nohost_name(n)}/share?u={target}&" + _tracking(rng, host, "social"), name
+        )
+        for n, name in enumerate(("Mail", "Post", "Send"))
+    ]
+    return f"<div class=\"share\">Share: {' '.join(shares)}</div>"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawl.text import main_text, visible_text, visible_text_of
+from crawl.text import advert, main_text, visible_text, visible_text_of
 
 
 @pytest.mark.parametrize(
@@ -116,3 +116,78 @@ def test_main_text_is_the_article(layout: str) -> None:
 def test_main_text_without_paragraphs_is_the_visible_text() -> None:
     document = lxml.html.document_fromstring("<div>just <b>some</b> text</div><ul><li>x</li></ul>")
     assert main_text(document) == visible_text(document) == "just some text x"
+
+
+@pytest.mark.parametrize(
+    ("attributes", "is_advert"),
+    [
+        ('class="ad"', True),
+        ('class="ads wide"', True),
+        ('class="advert"', True),
+        ('class="advertisement"', True),
+        ('id="sponsored"', True),
+        ('class="sponsored-content"', True),
+        ('class="ad-slot ad-300x250"', True),
+        ('id="div-gpt-ad-1234-0"', True),
+        ('class="adContainer"', True),
+        ('class="google_ads"', True),
+        ('class="promo"', True),
+        ('class="banner-ad"', True),
+        ('class="AD"', True),
+        ('class="head"', False),
+        ('class="header-load"', False),
+        ('class="download"', False),
+        ('class="shadow"', False),
+        ('class="badge"', False),
+        ('class="loaded"', False),
+        ('id="add-comment"', False),
+        ('class="adventure"', False),
+        ('class="lead"', False),
+        ("", False),
+    ],
+)
+def test_advert_names_are_whole_words(attributes: str, is_advert: bool) -> None:
+    element = lxml.html.fragment_fromstring(f"<div {attributes}>x</div>")
+    assert advert(element) is is_advert
+
+
+AD = "Buy the shiny widget today, limited offer for readers only."
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        "<aside class='ad'><p>{ad}</p></aside>",
+        "<div class='advert'><span>Advertisement</span><p>{ad}</p></div>",
+        "<div id='sponsored'><p>{ad}</p><a href='http://x/?utm_source=y'>Go</a></div>",
+        "<section class='promo'>{ad}</section>",
+        "<div class='ad-slot'><div><div><p>{ad}</p></div></div></div>",
+        "<div id='div-gpt-ad-7-0'>{ad}</div>",
+        "<p>Before the ad. <span class='adContainer'>{ad}</span></p>",
+    ],
+)
+def test_main_text_drops_advertisements(markup: str) -> None:
+    """Within the article, between its paragraphs or inside one, at any depth, and next to
+    it."""
+    ad = markup.format(ad=AD)
+    within = (
+        f"<main><article><h1>Title</h1><p>{ARTICLE}</p>{ad}<p>{ARTICLE}</p></article></main>"
+    )
+    after = f"<div id='content'><h2>Title</h2><p>{ARTICLE}</p><p>{ARTICLE}</p></div>{ad}"
+    nested = f"<div class='story'><div><p>{ARTICLE}</p>{ad}<p>{ARTICLE}</p></div></div>"
+    for page in (within, after, nested):
+        text = main_text(lxml.html.document_fromstring(page))
+        assert AD not in text
+        assert text.count(ARTICLE) == 2
+        assert "shiny" in visible_text(lxml.html.document_fromstring(page))  # a reader sees it
+    kept = " Before the ad." if markup.startswith("<p>") else ""  # the paragraph around it
+    assert main_text(lxml.html.document_fromstring(within)) == f"Title {ARTICLE}{kept} {ARTICLE}"
+
+
+def test_main_text_keeps_what_only_sounds_like_an_advert() -> None:
+    page = (
+        f"<div class='head'><h2>Title</h2></div><div class='download'><p>{ARTICLE}</p>"
+        f"<p class='shadow'>{ARTICLE}</p></div>"
+    )
+    text = main_text(lxml.html.document_fromstring(page))
+    assert text.count(ARTICLE) == 2
