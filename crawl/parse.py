@@ -49,7 +49,8 @@ and ``<meta>`` from one walk of ``iter()`` over their tags. Beautiful Soup takes
 rare document lxml refuses. The text encoding comes from a byte order mark (UTF-8, UTF-16: it
 overrides everything, as in browsers), else from the Content-Type header, else from a
 ``<meta>`` declaration (left to lxml) or an XML declaration's ``encoding``, else UTF-8 if the
-bytes are valid UTF-8, else windows-1252, as browsers guess (no statistical detection). Broken
+bytes are valid UTF-8, else detected (:func:`guess_encoding`: a non-Latin script by
+charset-normalizer's statistics, windows-1252 otherwise, as browsers default). Broken
 markup, binary junk and junk headers never raise out of here: at worst a page yields no links.
 """
 
@@ -63,6 +64,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, zip_longest
 
+import charset_normalizer
 import lxml.etree
 import lxml.html
 from bs4 import BeautifulSoup, SoupStrainer, XMLParsedAsHTMLWarning
@@ -584,12 +586,36 @@ def _lxml_document(body: bytes, declared: str | None) -> lxml.html.HtmlElement:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        text = body.decode("cp1252", "replace")
+        text = body.decode(guess_encoding(body), "replace")
     if text.lstrip().startswith("<?xml"):
         return lxml.html.document_fromstring(body, parser=_parser(None))
     # lxml refuses NUL and most C0 controls in text input.
     text = text.replace("\x00", "\ufffd")
     return lxml.html.document_fromstring(text, parser=_parser(None))
+
+
+#: Unicode blocks a Western page's text is made of (windows-1252 covers them, or near enough).
+_LATIN_BLOCKS = ("Latin", "General Punctuation", "Currency Symbols", "Letterlike Symbols",
+                 "Spacing Modifier Letters", "Number Forms")
+#: Bytes the detection looks at (enough for any statistic; bounds its cost on huge pages).
+_DETECTION_BYTES = 64 * 1024
+
+
+def guess_encoding(body: bytes) -> str:
+    """The encoding of a page that declares none and is not UTF-8: what charset-normalizer
+    detects when the text is in another script than Latin (Cyrillic, Greek, Hebrew, Arabic,
+    CJK ...), else windows-1252, the browsers' default (detection tells the Latin code pages
+    apart poorly: a windows-1252 page may come out as windows-1250 or -1257, which would
+    change some letters). A few milliseconds at most, and only for such pages."""
+    try:
+        match = charset_normalizer.from_bytes(body[:_DETECTION_BYTES]).best()
+    except Exception:  # noqa: BLE001 - detection is a guess: never let it fail a page
+        return "cp1252"
+    if match is None or not match.encoding:
+        return "cp1252"
+    if all(any(block in name for block in _LATIN_BLOCKS) for name in match.alphabets):
+        return "cp1252"
+    return match.encoding
 
 
 def _soup_attribute(tag: object, name: str) -> str | None:

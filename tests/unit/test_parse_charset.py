@@ -8,7 +8,7 @@ import codecs
 import pytest
 
 from crawl.model import FetchResult
-from crawl.parse import extract_links
+from crawl.parse import extract_links, guess_encoding
 from crawl.status import Status
 
 CYRILLIC = "/\u0436\u0443\u043a"  # /жук
@@ -76,3 +76,35 @@ def test_an_xml_declaration_names_the_encoding(quote: str) -> None:
 def test_an_xml_declaration_claiming_utf16_in_ascii_is_ignored() -> None:
     body = ('<?xml version="1.0" encoding="UTF-16"?>' + _page(JAPANESE)).encode("utf-8")
     assert _links(body, "application/xhtml+xml") == ["http://h.test" + QUOTED[JAPANESE]]
+
+
+RUSSIAN = "Привет, это страница на русском языке о погоде и новостях нашего города."
+GREEK = "Καλημέρα κόσμε, αυτή είναι μια σελίδα για τον καιρό και τα νέα της πόλης."
+WESTERN = "Größe und Übergänge: café, naïve, déjà vu, élan vital, façade, “quoted” text."
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding", "path", "expected"),
+    [
+        (RUSSIAN, "cp1251", CYRILLIC, "cp1251"),
+        (RUSSIAN, "koi8-r", CYRILLIC, "koi8-r"),
+        (GREEK, "cp1253", "/x", "cp1253"),
+        # Latin text: the browsers' default, whatever Latin code page detection would pick
+        (WESTERN, "cp1252", LATIN, "cp1252"),
+        (WESTERN.replace("“", '"').replace("”", '"'), "latin-1", LATIN, "cp1252"),
+    ],
+)
+def test_an_undeclared_page_that_is_not_utf8_has_its_script_detected(
+    text: str, encoding: str, path: str, expected: str
+) -> None:
+    body = f'<html><body><p>{text}</p><a href="{path}">x</a></body></html>'.encode(encoding)
+    assert codecs.lookup(guess_encoding(body)).name == codecs.lookup(expected).name
+    if path in QUOTED:
+        assert _links(body) == ["http://h.test" + QUOTED[path]]
+
+
+def test_detection_never_fails_and_defaults_to_windows_1252() -> None:
+    assert guess_encoding(b"") == "cp1252"
+    assert guess_encoding(b"plain ascii") == "cp1252"
+    for junk in (bytes(range(256)) * 4, b"\x00\xff" * 5000, b"\x89PNG\r\n\x1a\n" + bytes(300)):
+        codecs.lookup(guess_encoding(junk))  # a codec Python knows, whatever it is
