@@ -16,10 +16,23 @@ life of a crawl, like the vnode count, and bounds the crawl DB's parallelism.
 Operations, in the order the loop delivers them:
 
 * a **found** URL (a link, a seed, a redirect target): ``check_update`` with an UNFETCHED
-  record (depth = its hops). The merge that answers it says whether the URL was new; a new URL
-  goes to the frontier, once (invariant 2 of the design: nothing is fetched twice);
+  record (depth = its hops, score = what this discovery is worth: :mod:`crawl.priority`).
+  The merge that answers it says whether the URL was new; a new URL is handed to the frontier
+  once (invariant 2 of the design: nothing is fetched twice): at once without priority, else
+  by a release (below);
 * a **done** event (a fetch outcome): ``update`` with the outcome (status, HTTP status,
-  reason, time); attempts and failures are counted, the newest outcome wins.
+  reason, time); attempts and failures are counted, the newest outcome wins;
+* a **rescore** (from the near-duplicate stage): a found URL whose score gets a share of
+  what its discovery was worth once more (negative: the link of a near-duplicate counts less);
+* a **near** mark: ``update`` setting the record's :data:`FLAG_NEAR_DUPLICATE`.
+
+**Releases** (``priority.enabled``). At most every ``priority.release_seconds``, when
+operations came since the last one, the merge is a major merge whose due selection
+(:class:`drum.DuePolicy` with ``mark_queued``) takes the best-ranked UNFETCHED URLs, at most
+``release_batch``, and no more of a host than leave ``host_window`` of its URLs QUEUED; the
+selected records become QUEUED (a fetch outcome, newer, replaces that) and go to the frontier
+with their rank. URLs left wait for a later release: :attr:`CrawlDbPartition.pending` counts
+them (the launcher's idle test needs it).
 
 Answers come in bulk, when a merge runs: when the buffer is full, or at the latest
 ``flush_seconds`` after the buffer's first operation (the operator's timer calls
@@ -28,9 +41,9 @@ Answers come in bulk, when a merge runs: when the buffer is full, or at the late
 The payload stored with a URL's key is ``url \\n hops \\n via`` (the discovery path and the
 referring URL), so the frontier gets what the crawl log needs from the DRUM's answer alone.
 
-Policies for now: no due selection (the frontier keeps every URL it was given, in its keyed
-state; revisits come with the continuous crawl); a major merge moves URLs done for good (an
-outcome, never due again) to archived sets, where they stay "seen".
+Policies for now: URLs are due once (revisits come with the continuous crawl); a major merge
+moves URLs done for good (an outcome, never due again) to archived sets, where they stay
+"seen".
 
 Checkpoint consistency (``../DESIGN.md``): after every call the operator stores
 :meth:`CrawlDbPartition.take_state` in keyed state: the manifest (which immutable files make

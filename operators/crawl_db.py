@@ -2,10 +2,12 @@
 
 Keyed by crawl DB partition (``vnode % crawldb.partitions``, see :mod:`crawl.crawldb`). Input:
 ``(vnode, loop payload JSON)`` (see :mod:`crawl.loop`). Output: ``(fetch key, JSON list of
-[url, hops, via])``, the URLs seen for the first time, batched per host, for the fetch stage
-(the fetch key is the host, or the host with its politeness group: :mod:`crawl.routing`).
-Answers come when a partition's DRUM merges its buffer: when the buffer is full, or from a
-processing-time timer ``crawldb.flush_seconds`` after the first buffered operation.
+[url, hops, via] or, with priority, [url, hops, via, 0, rank])``, the URLs handed to the
+frontier, batched per host, for the fetch stage (the fetch key is the host, or the host with
+its politeness group: :mod:`crawl.routing`). Answers come when a partition's DRUM merges its
+buffer: when the buffer is full, or from a processing-time timer ``crawldb.flush_seconds``
+after the first buffered operation; with priority, URLs go at the releases (timers too, so
+that a partition whose URLs wait is woken, after a restore as well).
 
 State, keyed by partition (every call writes what changed, so a checkpoint holds exactly the
 DRUM of that moment; the DRUM's files are immutable):
