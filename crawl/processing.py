@@ -155,9 +155,11 @@ class PageProcessor:
             fingerprint = fingerprint_of(page.document)
         near_query = False
         if result.http_status > 0:
-            metadata = metadata_fields(result, found, page) if self._metadata_records else None
-            if metadata is not None and fingerprint is not None:
-                metadata.append(("simhash", f"{fingerprint.value:016x}"))
+            metadata = (
+                metadata_fields(result, found, page,
+                                fingerprint.value if fingerprint is not None else None)
+                if self._metadata_records else None
+            )
             captures = self._captures
             key = payload_key(result, self._dedup_min_bytes) if captures is not None else ""
             earlier = None
@@ -357,20 +359,26 @@ def payload_key(result: FetchResult, min_bytes: int) -> str:
 
 
 def metadata_fields(
-    result: FetchResult, found: list[FoundUrl], page: ParsedLinks | None = None
+    result: FetchResult, found: list[FoundUrl], page: ParsedLinks | None = None,
+    simhash: int | None = None,
 ) -> list[tuple[str, str]]:
     """The fields of a response's WARC ``metadata`` record, as Heritrix writes them: how the
     URL was reached, how long the fetch took, and every URL it led to with its hop (before the
     URL policy: what the page links to, not what the crawl took; links its robots directives
     dropped are not listed). From the page's parse, when there was one: ``robots`` with the
     ``noindex`` / ``nofollow`` directives it gave our crawler (the page is archived all the
-    same: the archive records what was served), and its ``canonical`` URL."""
+    same: the archive records what was served), and its ``canonical`` URL; the ``simhash`` of
+    its main text when there is one (:mod:`crawl.neardup`); the server's address (``ip``)."""
     fields = []
     if result.via:
         fields.append(("via", result.via))
     if result.hops:
         fields.append(("hopsFromSeed", result.hops))
     fields.append(("fetchTimeMs", str(result.duration_ms)))
+    if result.ip_address:
+        fields.append(("ip", result.ip_address))
+    if simhash is not None:
+        fields.append(("simhash", f"{simhash:016x}"))
     if page is not None:
         directives = [name for name, given in (("noindex", page.noindex),
                                                ("nofollow", page.nofollow)) if given]

@@ -193,3 +193,14 @@ def test_the_process_stage_holds_a_pages_outcome_for_the_near_duplicate_stage(
     warc.close()
     log.close()
     status.close()
+
+
+def test_the_metadata_record_names_the_server_address_and_the_simhash() -> None:
+    from crawl.processing import metadata_fields
+
+    result = FetchResult(url="http://a.test/", status=Status.FETCHED, reason="http:200",
+                         http_status=200, ip_address="192.0.2.7", duration_ms=12)
+    fields = metadata_fields(result, [("http://a.test/x", "L", "http://a.test/")],
+                             simhash=0xABC)
+    assert fields == [("fetchTimeMs", "12"), ("ip", "192.0.2.7"),
+                      ("simhash", "0000000000000abc"), ("outlink", "http://a.test/x L")]
