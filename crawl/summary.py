@@ -38,6 +38,14 @@ class CrawlSummary:
     urls_known: int = 0
     #: Discovered links turned away, by reason (from the process stage's figures).
     links_rejected: Counter[str] = dataclasses.field(default_factory=Counter)
+    #: New URLs the crawl DB's admission budgets turned away, by reason.
+    urls_rejected: Counter[str] = dataclasses.field(default_factory=Counter)
+    #: URLs the crawl DB still held back when the crawl stopped (priority).
+    urls_waiting: int = 0
+    #: Responses written as revisit records (payload archived before).
+    revisits: int = 0
+    #: Pages found to be near-duplicates of earlier ones.
+    near_duplicates: int = 0
     elapsed_seconds: float = 0.0
     stop_reason: str = ""
     savepoint: str = ""
@@ -67,6 +75,7 @@ class CrawlSummary:
         data["pages_by_status"] = dict(self.pages_by_status)
         data["reasons"] = dict(self.reasons)
         data["links_rejected"] = dict(self.links_rejected)
+        data["urls_rejected"] = dict(self.urls_rejected)
         data["pages"] = self.pages
         data["robots_denials"] = self.robots_denials
         data["pages_per_second"] = round(self.pages_per_second, 2)
@@ -93,6 +102,14 @@ class CrawlSummary:
         ]
         for reason, count in sorted(self.links_rejected.items(), key=lambda kv: (-kv[1], kv[0])):
             lines.append(f"    {reason:<30} {count}")
+        lines.append(f"  URLs rejected   {sum(self.urls_rejected.values())}")
+        for reason, count in sorted(self.urls_rejected.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"    {reason:<30} {count}")
+        lines += [
+            f"  URLs waiting    {self.urls_waiting}",
+            f"  revisits        {self.revisits}",
+            f"  near-duplicates {self.near_duplicates}",
+        ]
         lines += [
             f"  WARC files      {len(self.warc_files)} in "
             f"{Path(self.warc_files[0]).parent if self.warc_files else '-'}",

@@ -300,6 +300,10 @@ def run_local_crawl(
     summary.elapsed_seconds = finished - started
     summary.urls_known = int(figures.gauge("crawldb.known"))
     summary.links_rejected.update(figures.with_prefix("process.links.rejected."))
+    summary.urls_rejected.update(figures.with_prefix("crawldb.urls.rejected."))
+    summary.urls_waiting = int(figures.gauge("crawldb.pending"))
+    summary.revisits = figures.counter("process.warc.revisits")
+    summary.near_duplicates = figures.counter("neardup.pages.near_duplicate")
     summary.warc_files = sorted(str(p) for p in layout.warc.glob("*.warc.gz"))
     try:
         summary.cdxj_lines = build_index(layout.warc, layout.index)
