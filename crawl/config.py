@@ -524,8 +524,11 @@ class PrioritySection:
     host_window: int = 16
     #: URLs one crawl DB partition releases at most per release, best first.
     release_batch: int = 1000
-    #: A partition releases at most this often (each release is a full pass of its DRUM).
+    #: A partition releases at most this often (each release is a full pass of its DRUM)...
     release_seconds: float = 1.0
+    #: ...and spends at most this share of the time releasing (a large partition waits longer
+    #: between releases).
+    release_max_share: float = 0.02
 
     def _validate(self) -> None:
         for key in ("seed_boost", "sitemap_boost", "other_domain_link", "same_domain_link",
@@ -535,6 +538,8 @@ class PrioritySection:
                "an integer from 1 to 100000")
         _check(self, "priority", "release_batch", lambda v: v >= 1, "an integer >= 1")
         _check(self, "priority", "release_seconds", _positive, "a number > 0")
+        _check(self, "priority", "release_max_share", lambda v: 0 < v <= 1,
+               "a number above 0, at most 1")
 
 
 @dataclasses.dataclass(frozen=True)

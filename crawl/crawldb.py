@@ -26,7 +26,9 @@ Operations, in the order the loop delivers them:
   what its discovery was worth once more (negative: the link of a near-duplicate counts less);
 * a **near** mark: ``update`` setting the record's :data:`FLAG_NEAR_DUPLICATE`.
 
-**Releases** (``priority.enabled``). At most every ``priority.release_seconds``, when
+**Releases** (``priority.enabled``). At most every ``priority.release_seconds`` (and no more
+often than keeps releases within ``release_max_share`` of the time: each is a pass over the
+whole DRUM, about 0.2 s a million URLs), when
 operations came since the last one, the merge is a major merge whose due selection
 (:class:`drum.DuePolicy` with ``mark_queued``) takes the best-ranked UNFETCHED URLs, at most
 ``release_batch``, and no more of a host than leave ``host_window`` of its URLs QUEUED; the
@@ -56,6 +58,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -253,6 +256,10 @@ class CrawlDbPartition:
         self._scores = ScorePolicy(priority if priority is not None else PrioritySection())
         self._releasing = priority is not None and priority.enabled
         self._release_ms = int(priority.release_seconds * 1000) if self._releasing else 0
+        self._release_share = priority.release_max_share if self._releasing else 1.0
+        # The time between releases: release_seconds, or more when a release (a pass over
+        # the whole DRUM) takes longer than release_max_share of it.
+        self._release_interval_ms = self._release_ms
         self._last_release_ms = 0
         # A partition just opened (or restored) releases once before it knows what waits.
         self._ops_since_release = 1
@@ -325,7 +332,7 @@ class CrawlDbPartition:
         """
         if not self._releasing or not (self._release_again or self._ops_since_release):
             return None
-        return max(now_ms, self._last_release_ms + self._release_ms)
+        return max(now_ms, self._last_release_ms + self._release_interval_ms)
 
     # ------------------------------------------------------------------ operations
 
@@ -356,7 +363,13 @@ class CrawlDbPartition:
             return answer
         results = self._to_drum(now_ms, answer)
         if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
+            began = time.perf_counter()
             results.append(self._drum.merge(now_ms=now_ms, major=release))
+            if release:
+                spent_ms = (time.perf_counter() - began) * 1000
+                self._release_interval_ms = max(
+                    self._release_ms, int(spent_ms / self._release_share)
+                )
         self._found, self._found_at, self._done, self._order = [], [], [], []
         self._found_weight = []
         self._merged = True

@@ -284,3 +284,13 @@ def test_urls_waiting_in_the_crawl_db_keep_the_crawl_from_being_idle() -> None:
     assert not is_idle(figures, quiet_seconds=100, idle_seconds=10)
     figures.gauges["crawldb.pending"] = 0.0
     assert is_idle(figures, quiet_seconds=100, idle_seconds=10)
+
+
+def test_a_partition_whose_releases_take_long_releases_less_often(directory: str) -> None:
+    # Any release takes more than a millionth of a second: the interval stretches past 1 s.
+    db = CrawlDbPartition(directory, SECTION, priority=PrioritySection(
+        host_window=1, release_seconds=1.0, release_max_share=1e-6))
+    db.apply([(f"http://a.example/{i}", "L", "http://b.other/") for i in range(3)], [], T0)
+    db.flush(T0)
+    db.apply([("http://a.example/more", "L", "http://b.other/")], [], T0 + 10)
+    assert db.next_release_ms(T0 + 10) > T0 + 10_000
