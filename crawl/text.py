@@ -11,7 +11,8 @@ result has no leading or trailing space.
 :func:`main_text` narrows it to the page's article (what :mod:`crawl.neardup` fingerprints).
 Once a page is parsed, on the synthetic web's pages (``bench/neardup_quality.py``): visible text
 about 35 us a page (0.9 KB pages of links) to 105 us (4.9 KB article pages of the near-duplicate
-profile), main text 155 to 440 us; parsing itself takes 20 to 45 us. Nothing here raises on
+profile), main text 55 to 165 us (one walk of the part of the page that holds its paragraphs,
+see :class:`_Layout`); parsing itself takes 20 to 45 us. Nothing here raises on
 junk: a document without a body, or bytes lxml cannot make a document of, give ``""``; libxml2
 drops what is nested deeper than 255 elements.
 """
@@ -137,7 +138,6 @@ AD_NAMES = frozenset({
     "banners", "adsense", "adslot", "adunit", "adbox", "dfp", "taboola", "outbrain",
 })  # fmt: skip
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-_NAMED = lxml.etree.XPath(".//*[@class or @id]")
 
 
 def main_text(document: lxml.etree._Element) -> str:
@@ -163,11 +163,12 @@ def main_text(document: lxml.etree._Element) -> str:
         return visible_text(document)
     if not paragraphs:
         return visible_text(document)
-    layout = _Layout(document)
     asides: dict[lxml.etree._Element, bool] = {}
+    paragraphs = [paragraph for paragraph in paragraphs if not _aside(paragraph, asides)]
+    if not paragraphs:
+        return visible_text(document)
+    layout = _Layout(_containers(paragraphs))
     for paragraph in paragraphs:
-        if _aside(paragraph, asides):
-            continue
         words, link_words = layout.words(paragraph)
         score = words - link_words
         if score <= 0:
@@ -186,8 +187,14 @@ def main_text(document: lxml.etree._Element) -> str:
         if weighted > best_score:
             best, best_score = element, weighted
     if best is None:
-        return layout.visible_text()
-    adverts = {element for element in _NAMED(best) if _advert(element)} or None
+        return visible_text(document)
+    named = best.iter(lxml.etree.Element)  # what .//*[@class or @id] finds, and best
+    next(named)
+    adverts = {
+        element
+        for element in named
+        if (element.get("class") is not None or element.get("id") is not None) and _advert(element)
+    } or None
     parts = [best.text or ""]
     for child in best:
         if isinstance(child.tag, str) and not _boilerplate(child, layout):
@@ -198,9 +205,10 @@ def main_text(document: lxml.etree._Element) -> str:
 
 
 class _Layout:
-    """The visible text of a document, walked once, and where each element's text lies in it:
-    what :func:`main_text` asks of many elements, nested in one another, in O(1) an element
-    (word counts in O(its characters), in C) after one O(elements + characters) walk.
+    """The visible text of some elements (the outermost :func:`main_text` measures, walked
+    once each) and where each element's text within them lies in it: what :func:`main_text`
+    asks of many elements, nested in one another, in O(1) an element (word counts in O(its
+    characters), in C) after one O(elements + characters) walk.
 
     ``parts`` are the strings :func:`visible_text` joins, in the same order. An element the
     walk reached (not within a hidden one) has a span: its parts ``parts[start:end]`` (what
@@ -215,19 +223,20 @@ class _Layout:
 
     __slots__ = ("_link_sums", "_links", "_offsets", "_shape", "_spans", "parts")
 
-    def __init__(self, document: lxml.etree._Element) -> None:
+    def __init__(self, roots: list[lxml.etree._Element]) -> None:
         self.parts: list[str] = []
         self._spans: dict[lxml.etree._Element, tuple[int, int, int, int]] = {}
         self._links: list[lxml.etree._Element | int] = []
         self._link_sums: list[int] | None = None
-        root = _root(document)
-        if root is not None:
+        for root in roots:
             self._walk(root)
         self._offsets = [0, *accumulate(map(len, self.parts))]
         text = "".join(self.parts)
-        if not text.isascii():
+        try:
+            self._shape = text.encode("latin-1").translate(_SHAPES)
+        except UnicodeEncodeError:
             text = _WIDE_SPACE.sub(" ", text)  # one character for one: offsets hold
-        self._shape = text.encode("ascii", "replace").translate(_SHAPES)
+            self._shape = text.encode("ascii", "replace").translate(_SHAPES)
 
     def _walk(self, root: lxml.etree._Element) -> None:
         """:func:`_visible_text`'s walk (without omissions), noting the spans. The same
@@ -244,6 +253,7 @@ class _Layout:
         kind = kinds.get(tag) or _kind(tag)
         if kind == _HIDDEN:
             return
+        start, first = len(parts), len(links)
         if tag == "a":  # what Element.iter("a") finds
             links.append(root)
         block = kind == _BLOCK
@@ -253,7 +263,8 @@ class _Layout:
         if text:
             append(text)
         top = root
-        open_ = [(root, 0, 0, block)]  # (element, first part, first link, block), root first
+        # (element, its first part, its first link, block), the root first
+        open_ = [(root, start, first, block)]
         for node in nodes:
             parent = node.getparent()
             while top is not parent:  # the root is everyone's ancestor
@@ -315,20 +326,14 @@ class _Layout:
             return None
         return span
 
-    def _count(self, start: int, end: int) -> int:
-        """Words of ``parts[start:end]`` joined."""
-        begin, end = self._offsets[start], self._offsets[end]
-        if begin >= end:
-            return 0
-        shape = self._shape
-        return shape.count(b"x ", begin, end) + (shape[end - 1] == 0x78)
-
     def words(self, element: lxml.etree._Element) -> tuple[int, int]:
         """:func:`_words`: (visible words of an element, of them within links)."""
-        span = self._span(element)
-        if span is None:
+        span = self._spans.get(element)
+        if span is None or element.tag.lower() == "html":
             return _words(element)
-        words = self._count(span[0], span[1])
+        begin, end = self._offsets[span[0]], self._offsets[span[1]]
+        shape = self._shape
+        words = shape.count(b"x ", begin, end) + (shape[end - 1] == 0x78) if begin < end else 0
         if _tag(element) == "a":
             return words, words
         first, last = span[2], span[3]
@@ -336,14 +341,22 @@ class _Layout:
             return words, 0
         sums = self._link_sums
         if sums is None:
-            spans, count = self._spans, self._count
-            sums = self._link_sums = [
-                0,
-                *accumulate(
-                    link if type(link) is int else count(*spans[link][:2]) for link in self._links
-                ),
-            ]
+            sums = self._link_sums = [0, *accumulate(self._link_words())]
         return words, sums[last] - sums[first]
+
+    def _link_words(self) -> list[int]:
+        offsets, shape, spans = self._offsets, self._shape, self._spans
+        counts = []
+        for link in self._links:
+            if type(link) is int:
+                counts.append(link)
+                continue
+            span = spans[link]
+            begin, end = offsets[span[0]], offsets[span[1]]
+            counts.append(
+                shape.count(b"x ", begin, end) + (shape[end - 1] == 0x78) if begin < end else 0
+            )
+        return counts
 
     def text(self, element: lxml.etree._Element, omitted: set[lxml.etree._Element] | None) -> str:
         """:func:`_visible_text` of an element without the elements in ``omitted``, its
@@ -368,15 +381,11 @@ class _Layout:
                 return "".join(kept)
         return "".join(self.parts[start:end])
 
-    def visible_text(self) -> str:
-        """:func:`visible_text` of the document."""
-        return " ".join("".join(self.parts).split())
-
 
 #: Whitespace to ``str.split`` beyond ASCII (``tests/unit/test_text.py`` checks the list).
 _WIDE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-#: Bytes of ASCII text to their shape: b" " for whitespace to ``str.split``, else b"x".
-_SHAPES = bytes(0x20 if chr(byte).isspace() and byte < 0x80 else 0x78 for byte in range(256))
+#: Bytes of Latin-1 text to their shape: b" " for whitespace to ``str.split``, else b"x".
+_SHAPES = bytes(0x20 if chr(byte).isspace() else 0x78 for byte in range(256))
 _INLINE, _BLOCK, _HIDDEN = 1, 2, 3
 _KINDS: dict[str, int] = {}
 
@@ -388,6 +397,30 @@ def _kind(tag: str) -> int:
     if len(_KINDS) < 10_000:
         _KINDS[tag] = kind
     return kind
+
+
+def _containers(paragraphs: list[lxml.etree._Element]) -> list[lxml.etree._Element]:
+    """The outermost of the elements the paragraphs score (their parents and grandparents
+    below ``<html>``; a paragraph without a parent itself): what :func:`main_text` measures
+    lies within them."""
+    tops: dict[lxml.etree._Element, None] = {}
+    for paragraph in paragraphs:
+        top = paragraph.getparent()
+        if top is None:
+            top = paragraph
+        else:
+            grandparent = top.getparent()
+            if grandparent is not None and _tag(grandparent) not in ("html", None):
+                top = grandparent
+        tops[top] = None
+    roots = []
+    for top in tops:
+        node = top.getparent()
+        while node is not None and node not in tops:
+            node = node.getparent()
+        if node is None:
+            roots.append(top)
+    return roots
 
 
 def advert(element: lxml.etree._Element) -> bool:

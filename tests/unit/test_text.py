@@ -207,6 +207,12 @@ def test_main_text_keeps_what_only_sounds_like_an_advert() -> None:
             "<div><p>fa<b>st</b> and <i>slow</i>ly</p><p>one<br>two</p></div>",
             "fast and slowly one two",
         ),
+        # Paragraphs in two parts of the page apart, the second one the content.
+        (
+            "<div><div><p>One two three.</p></div></div><div class='post'><div><p>Four five "
+            "six seven.</p><p>Eight nine ten.</p></div></div>",
+            "Four five six seven. Eight nine ten.",
+        ),
         # Link text inside a hidden element still counts as link text of its container.
         (
             "<div><p>Some words of the article here.</p><div>one two<noscript><a>three four "
