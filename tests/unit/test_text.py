@@ -191,3 +191,35 @@ def test_main_text_keeps_what_only_sounds_like_an_advert() -> None:
     )
     text = main_text(lxml.html.document_fromstring(page))
     assert text.count(ARTICLE) == 2
+
+
+@pytest.mark.parametrize(
+    ("markup", "expected"),
+    [
+        # Advertisements nested in one another, the inner one first in document order.
+        (
+            "<pre>alpha<b id='adContainer'><br class='ad'>be<template>y.</template>x</b> xe"
+            "</pre>be",
+            "alpha xe be",
+        ),
+        # Words glued across inline elements count once; block elements part them.
+        (
+            "<div><p>fa<b>st</b> and <i>slow</i>ly</p><p>one<br>two</p></div>",
+            "fast and slowly one two",
+        ),
+        # Paragraphs in two parts of the page apart, the second one the content.
+        (
+            "<div><div><p>One two three.</p></div></div><div class='post'><div><p>Four five "
+            "six seven.</p><p>Eight nine ten.</p></div></div>",
+            "Four five six seven. Eight nine ten.",
+        ),
+        # Link text inside a hidden element still counts as link text of its container.
+        (
+            "<div><p>Some words of the article here.</p><div>one two<noscript><a>three four "
+            "five six</a></noscript></div></div>",
+            "Some words of the article here.",
+        ),
+    ],
+)
+def test_main_text_of_nested_markup(markup: str, expected: str) -> None:
+    assert main_text(lxml.html.document_fromstring(markup)) == expected
