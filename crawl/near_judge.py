@@ -5,8 +5,8 @@ Near-duplicates of a page can be anywhere in the crawl: no key routes them to on
 is what the simhash index's permuted tables are for), so one instance of the stage sees every
 page: the process stage, which parses pages in parallel, sends it a small :class:`NearQuery`
 per archived HTML page (the fingerprint made of the page's main text, the page's own outcome
-and the links it sent on), and the stage does the index lookup (tens of microseconds,
-``BENCHMARKS.md``). :class:`NearJudge` answers each query with:
+and the links it sent on), and the stage does the index lookup (about 0.1 ms at 1 to 10
+million pages, ``BENCHMARKS.md``). :class:`NearJudge` answers each query with:
 
 * the page's loop line for the crawl DB: its outcome (held back by the process stage until
   the verdict, so that both reach the crawl DB record in one merge), and for a near-duplicate
