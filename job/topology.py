@@ -92,25 +92,25 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     )
 
     min_bytes = config.warc.revisit_min_bytes if config.warc.revisits else 2**62
-    near_queries = OutputTag("near-queries", Types.STRING()) if config.neardup.enabled else None
+    near_queries = OutputTag("near-queries", Types.STRING())
     processed = (
         results.key_by(lambda result: payload_key(result, min_bytes), key_type=Types.STRING())
         .process(ProcessFunction(config, output, near_queries), output_type=Types.STRING())
         .name("process")
         .uid("process")
     )
-    loop_lines = processed
-    if near_queries is not None:
-        # One instance sees every page: near-duplicates share no key.
-        verdicts = (
-            processed.get_side_output(near_queries)
-            .key_by(lambda _: 0, key_type=Types.INT())
-            .process(NearDuplicateFunction(config, output), output_type=Types.STRING())
-            .name("near-duplicates")
-            .uid("near-duplicates")
-            .set_parallelism(1)
-        )
-        loop_lines = processed.union(verdicts)
+    # One instance sees every page: near-duplicates share no key. The stage is there even
+    # with neardup.enabled off (it then gets nothing), so that a savepoint taken either way
+    # restores into the other.
+    verdicts = (
+        processed.get_side_output(near_queries)
+        .key_by(lambda _: 0, key_type=Types.INT())
+        .process(NearDuplicateFunction(config, output), output_type=Types.STRING())
+        .name("near-duplicates")
+        .uid("near-duplicates")
+        .set_parallelism(1)
+    )
+    loop_lines = processed.union(verdicts)
 
     loop_sink = (
         FileSink.for_row_format(loop_dir, Encoder.simple_string_encoder())

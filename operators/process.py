@@ -112,7 +112,7 @@ class ProcessFunction(KeyedProcessFunction):
             metadata_records=config.warc.metadata_records,
             captures=self._captures if config.warc.revisits else None,
             dedup_min_bytes=config.warc.revisit_min_bytes,
-            near_duplicates=self._near_queries is not None,
+            near_duplicates=self._near_queries is not None and config.neardup.enabled,
         )
 
 
