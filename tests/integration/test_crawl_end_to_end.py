@@ -82,7 +82,7 @@ def test_crawl_fetches_every_reachable_page_politely(
     assert denied <= set(expected.never)
 
 
-def test_page_budget_is_exact_across_parallel_subtasks_and_a_resume_completes_the_crawl(
+def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_2_complete(
     tmp_path: Path, web_server: SyntheticWebServer
 ) -> None:
     budget = 40
@@ -107,8 +107,23 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_a_resume_completes_th
     # included).
     assert len(_warc_response_list(out)) == len(records)
 
-    # Resume from the savepoint without a budget: the crawl goes on where it stopped and
-    # completes; across both runs every page is fetched exactly once.
+    # Resume from the savepoint at parallelism 1 with a larger budget (the ledger carries
+    # over: 40 more pages), then at parallelism 2 without a budget: the key groups of the
+    # crawl DB partitions, the hosts' queues and the URLs waiting in the crawl DB move between
+    # subtasks, and the crawl goes on where it stopped and completes; across the three runs
+    # every page is fetched exactly once (a stop with a savepoint drains: nothing in flight).
+    process, summary = run_crawl(
+        tmp_path, [], web_server.proxy_url,
+        "--resume", "--delay", str(DELAY), "--parallelism", "1", "--idle-seconds", "6",
+        "--max-pages", str(2 * budget),
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert "resuming from" in process.stdout
+    assert summary["stop_reason"] == "page budget reached"
+    records = web_server.request_log()
+    assert len([r for r in records if r.path != "/robots.txt"]) == 2 * budget
+    assert audit_log(records, expected, min_delay=DELAY, complete=False) == []
+
     process, summary = run_crawl(
         tmp_path, [], web_server.proxy_url,
         "--resume", "--delay", str(DELAY), "--parallelism", "2", "--idle-seconds", "6",
