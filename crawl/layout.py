@@ -108,7 +108,8 @@ class OutputLayout:
             if before != value:
                 raise FixedSettingsError(
                     f"{key}: this crawl was started with {before} and it cannot change "
-                    f"during the crawl's life (it says where every URL's state is), got {value}"
+                    f"during the crawl's life (it decides where or how every URL's state is "
+                    f"kept), got {value}: set it as the crawl has it to resume the crawl"
                 )
 
     def holds_crawl(self) -> bool:

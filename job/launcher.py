@@ -45,7 +45,7 @@ MIN_IDLE_SECONDS = 5.0
 BUDGET_QUIET_SECONDS = 3.0
 STOP_ATTEMPTS = 3
 #: Fixed settings recorded only by later versions, with the value earlier crawls had.
-FIXED_BEFORE_RECORDED = {"fetch routing": "host", "priority": "off"}
+FIXED_BEFORE_RECORDED = {"fetch routing": "host", "priority.enabled": False}
 _POLL_SECONDS = 0.5
 
 
@@ -240,7 +240,7 @@ def run_local_crawl(
         "fetch routing": config.politeness.fetch_routing,
         # With priority the crawl DB hands out URLs it marks QUEUED; without, every new URL
         # goes to the frontier at once: switching would send URLs twice or never.
-        "priority": "on" if config.priority.enabled else "off",
+        "priority.enabled": config.priority.enabled,
         **config.urls.fixed(),
     }
     restore_from = None

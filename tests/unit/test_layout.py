@@ -58,6 +58,12 @@ def test_settings_fixed_for_the_crawls_life_are_checked(tmp_path: Path) -> None:
     layout.check_fixed_settings({"fetch routing": "host"}, implied=implied)
     with pytest.raises(FixedSettingsError, match=r"^fetch routing: .*started with host"):
         layout.check_fixed_settings({"fetch routing": "ip"}, implied=implied)
+    # Crawls begun before priority existed ran without it: resuming one says how to go on.
+    from job.launcher import FIXED_BEFORE_RECORDED
+
+    layout.check_fixed_settings({"priority.enabled": False}, implied=FIXED_BEFORE_RECORDED)
+    with pytest.raises(FixedSettingsError, match=r"^priority\.enabled: .*False.*got True: set"):
+        layout.check_fixed_settings({"priority.enabled": True}, implied=FIXED_BEFORE_RECORDED)
     layout.fixed_settings.write_text("{oops", encoding="utf-8")
     with pytest.raises(FixedSettingsError, match="unreadable"):
         layout.check_fixed_settings({"crawl.vnodes": 256})
