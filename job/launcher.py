@@ -32,8 +32,9 @@ from crawl.loop import VNODE_KEY, write_seed_file
 from crawl.progress import CrawlFigures, QuietTracker, is_idle, read_statuses
 from crawl.summary import CrawlSummary, summarise_crawl_logs
 from crawl.warc_writer import recover_open_files
+from job.status import JOB_FILE
 
-__all__ = ["CrawlError", "JOB_FILE", "flink_configuration", "run_local_crawl"]
+__all__ = ["CrawlError", "flink_configuration", "run_local_crawl"]
 
 JOB_NAME = "pyflink-crawler"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -47,9 +48,6 @@ STOP_ATTEMPTS = 3
 #: Fixed settings recorded only by later versions, with the value earlier crawls had.
 FIXED_BEFORE_RECORDED = {"fetch routing": "host", "priority": "off"}
 _POLL_SECONDS = 0.5
-#: In the output directory: the running job's id and REST address (for ``python -m job
-#: status``), then how the run ended.
-JOB_FILE = "job.json"
 
 
 class CrawlError(RuntimeError):
@@ -123,6 +121,8 @@ def _write_flink_conf_dir(settings: dict[str, str], layout: OutputLayout) -> Non
 
 
 def _write_job_file(layout: OutputLayout, job: dict[str, Any]) -> None:
+    """The running job's id and REST address (read by ``python -m job status``), then how the
+    run ended."""
     path = layout.root / JOB_FILE
     temporary = path.with_name(f".{JOB_FILE}.tmp")
     temporary.write_text(json.dumps(job, indent=2), encoding="utf-8")
