@@ -256,9 +256,10 @@ def render_figures(view: CrawlView, uptime_seconds: float | None) -> list[str]:
 
 
 def run_status(
-    out_dir: Path | None, rest_url: str | None, job_id: str | None, out: TextIO = sys.stdout
+    out_dir: Path | None, rest_url: str | None, job_id: str | None, out: TextIO | None = None
 ) -> int:
     """Print the crawl's status; returns the exit status (1: the job could not be asked)."""
+    out = out or sys.stdout
     job_record: dict[str, Any] = {}
     view = None
     if out_dir is not None:
