@@ -37,8 +37,8 @@ class StageStatus:
     The owning operator updates :attr:`counters` and :attr:`gauges` (plain dicts) from its own
     thread; the writer thread only copies them, which is atomic under the GIL.
 
-    A figure's first appearance can be announced to a watcher (:meth:`watch_names`: the Flink
-    metrics of :mod:`operators.metrics`) on the owner's thread, at no cost to :meth:`count`.
+    A follower (:meth:`follow`: the Flink metrics of :mod:`operators.metrics`) can copy the
+    figures elsewhere on the owner's thread after each write, at no cost to :meth:`count`.
     """
 
     def __init__(
@@ -65,10 +65,8 @@ class StageStatus:
         #: Every gauge as of the last write (gauge functions included), for readers that must
         #: not call the gauge functions themselves (some take the mean since their last call).
         self.gauge_values: dict[str, float] = {}
-        self._watcher: Callable[[list[str], list[str]], None] | None = None
-        self._watcher_thread = 0
-        self._announced_counters: set[str] = set()
-        self._announced_gauges: set[str] = set()
+        self._follower: Callable[[], None] | None = None
+        self._follower_thread = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"status-{stage}-{subtask}", daemon=True
@@ -97,12 +95,9 @@ class StageStatus:
         self._busy_seen = (busy, now)
         snapshot["gauges"] = gauges
         self.gauge_values = gauges
-        if self._watcher is not None and not (
-            self.counters.keys() <= self._announced_counters
-            and gauges.keys() <= self._announced_gauges
-        ):
-            # Announced by the owner's next count(): the watcher may only be called there.
-            self.count = self._count_and_announce  # type: ignore[method-assign]
+        if self._follower is not None:
+            # Followed at the owner's next count(): the follower may only run on its thread.
+            self.count = self._count_and_follow  # type: ignore[method-assign]
         temporary = self._path.with_name(
             f".{self._path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
         )
@@ -113,39 +108,24 @@ class StageStatus:
             # Figures are advisory; a full disk must not take the operator down with it.
             pass
 
-    def watch_names(self, watcher: Callable[[list[str], list[str]], None]) -> None:
-        """Call ``watcher(new_counters, new_gauges)`` with the names of figures not seen
-        before: now for those that exist, later for each that appears.
+    def follow(self, follower: Callable[[], None]) -> None:
+        """Call ``follower()`` now and then on this thread, at the first :meth:`count` it
+        makes after each write (so about once per ``interval`` while the owner counts).
 
-        Later calls happen on the thread that called this method, inside the first
-        :meth:`count` it makes after the writer has seen a new name (so within about one
-        ``interval`` of the name's first appearance, once the owner counts anything); a
-        watcher can therefore do what only that thread may do (such as calling into the JVM
-        from PyFlink's thread mode). Until then :meth:`count` costs what it always does.
+        A follower can do there what only the owner's thread may do, such as calling into the
+        JVM from PyFlink's thread mode (:mod:`operators.metrics`). Between writes
+        :meth:`count` costs what it always does.
         """
-        self._watcher = watcher
-        self._watcher_thread = threading.get_ident()
-        self._announce()
+        self._follower = follower
+        self._follower_thread = threading.get_ident()
+        follower()
 
-    def _count_and_announce(self, name: str, amount: int = 1) -> None:
+    def _count_and_follow(self, name: str, amount: int = 1) -> None:
         StageStatus.count(self, name, amount)
-        if threading.get_ident() == self._watcher_thread:
+        follower = self._follower
+        if follower is not None and threading.get_ident() == self._follower_thread:
             self.__dict__.pop("count", None)
-            self._announce()
-
-    def _announce(self) -> None:
-        watcher = self._watcher
-        if watcher is None:
-            return
-        counters = sorted(self.counters.keys() - self._announced_counters)
-        self._announced_counters.update(counters)
-        gauges = sorted(
-            (self.gauges.keys() | self.gauge_values.keys() | self.gauge_functions.keys())
-            - self._announced_gauges
-        )
-        self._announced_gauges.update(gauges)
-        if counters or gauges:
-            watcher(counters, gauges)
+            follower()
 
     def gauge_value(self, name: str) -> float:
         """Gauge ``name`` as of the last write; a gauge set since then, as it is now."""

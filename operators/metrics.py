@@ -2,10 +2,14 @@
 
 Every counter and gauge of a stage's :class:`crawl.progress.StageStatus` becomes a Flink gauge
 of the operator, in the group ``crawler.<stage>`` (so its identifier ends in
-``<operator>.crawler.fetch.results_FETCHED``), registered when the figure first appears
-(:meth:`~crawl.progress.StageStatus.watch_names`). They are gauges that read the status's own
-dictionaries when Flink asks: counting stays a dictionary update, with no call into the JVM
-(PyFlink's thread mode turns each ``Counter.inc`` into one). A counter's gauge only grows.
+``<operator>.crawler.fetch.results_FETCHED``), registered when the figure first appears. The
+values are pushed: after each write of the status file, the stage's next count copies the
+figures that changed into Java-side gauges (:meth:`~crawl.progress.StageStatus.follow`), so
+Flink's figures are about a second old while the stage works, counting stays a dictionary
+update, and no Flink thread ever calls Python. (PyFlink's own thread-mode gauges call the
+Python function from Flink's metric thread, and reading them through the REST API crashed
+the JVM in ``take_gil``; its ``Counter.inc`` is one call into the JVM per count.) A counter's
+gauge only grows.
 
 Flink joins scopes and names with dots, and reporters accept fewer characters still
 (Prometheus: letters, digits, ``_`` and ``:``), so a figure's name has every character other
@@ -20,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from pyflink.datastream import RuntimeContext
@@ -56,58 +59,68 @@ class MetricGroup(Protocol):
 
     def add_group(self, name: str, extra: str | None = None) -> MetricGroup: ...
 
-    def gauge(self, name: str, obj: Callable[[], int]) -> None: ...
+    def distribution(self, name: str) -> Any: ...
 
 
 class StageMetrics:
-    """Registers a stage's figures as gauges of ``group`` as they appear (a watcher of
-    :meth:`StageStatus.watch_names`)."""
+    """Copies a stage's figures into gauges of ``group`` (a follower of
+    :meth:`StageStatus.follow`; runs on the task's thread).
+
+    Each figure's gauge is PyFlink's ``distribution``: in thread mode a Java gauge holding the
+    last value it was given. Only figures that changed since the last copy are sent.
+    """
 
     def __init__(self, status: StageStatus, group: MetricGroup) -> None:
         self._status = status
         self._group = group
         #: metric name -> the figure it shows (two figures cannot share a metric)
         self.registered: dict[str, str] = {}
+        self._gauges: dict[str, Any] = {}
+        self._sent: dict[str, int] = {}
 
-    def __call__(self, counters: list[str], gauges: list[str]) -> None:
+    def __call__(self) -> None:
         status = self._status
-        for name in counters:
-            self._register(name, _counter_reader(status, name))
-        for name in gauges:
-            self._register(name, _gauge_reader(status, name))
+        for name, value in list(status.counters.items()):
+            self._send(name, value)
+        for name in list(status.gauges.keys() | status.gauge_values.keys()):
+            self._send(name, status.gauge_value(name))
 
-    def _register(self, name: str, reader: Callable[[], int]) -> None:
+    def _send(self, name: str, value: float) -> None:
+        try:
+            number = int(round(value))
+        except (TypeError, ValueError, OverflowError):
+            return
+        if self._sent.get(name) == number:
+            return
+        gauge = self._gauges.get(name)
+        if gauge is None:
+            gauge = self._register(name)
+            if gauge is None:
+                return
+        try:
+            gauge.update(number)
+        except Exception:  # noqa: BLE001 - metrics are advisory; the crawl goes on
+            log.exception("could not update the metric of %s", name)
+        self._sent[name] = number
+
+    def _register(self, name: str) -> Any:
         metric = metric_name(name)
         if metric in self.registered:
             log.warning(
                 "figures %r and %r share the metric name %r: only the first is reported",
                 self.registered[metric], name, metric,
             )
-            return
+            self._sent[name] = 0
+            self._gauges[name] = _NoHistogram()
+            return None
         self.registered[metric] = name
         try:
-            self._group.gauge(metric, reader)
+            gauge = self._group.distribution(metric)
         except Exception:  # noqa: BLE001 - metrics are advisory; the crawl goes on
             log.exception("could not register the metric %s", metric)
-
-
-def _counter_reader(status: StageStatus, name: str) -> Callable[[], int]:
-    counters = status.counters
-
-    def read() -> int:
-        return int(counters.get(name, 0))
-
-    return read
-
-
-def _gauge_reader(status: StageStatus, name: str) -> Callable[[], int]:
-    def read() -> int:
-        try:
-            return int(round(status.gauge_value(name)))
-        except (TypeError, ValueError, OverflowError):
-            return 0
-
-    return read
+            gauge = _NoHistogram()
+        self._gauges[name] = gauge
+        return gauge
 
 
 def mirror_status(status: StageStatus, runtime_context: RuntimeContext, stage: str) -> None:
@@ -118,7 +131,7 @@ def mirror_status(status: StageStatus, runtime_context: RuntimeContext, stage: s
     except Exception:  # noqa: BLE001 - e.g. a context without metrics: the crawl goes on
         log.exception("no metric group for the %s stage: its figures are not reported", stage)
         return
-    status.watch_names(StageMetrics(status, group))
+    status.follow(StageMetrics(status, group))
 
 
 class LatencyHistogram(Protocol):
