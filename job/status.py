@@ -245,7 +245,7 @@ def render_figures(view: CrawlView, uptime_seconds: float | None) -> list[str]:
         f"rejected     links: {_top(view.family('process', 'links' + view.sep + 'rejected'), 5)}"
         f"; URLs: {_top(view.family('crawldb', 'urls' + view.sep + 'rejected'), 5)}",
     ]
-    if view.maxima.get("fetch.latency_ms_count"):
+    if view.maxima.get("fetch.latency_ms_max"):
         lines.append(
             f"fetch time   median {view.maxima.get('fetch.latency_ms_median', 0):.0f} ms, "
             f"p95 {view.maxima.get('fetch.latency_ms_p95', 0):.0f} ms "
