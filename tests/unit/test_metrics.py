@@ -1,4 +1,4 @@
-"""The stages' figures as Flink metrics: names, announcements, readers (no Flink started)."""
+"""The stages' figures as Flink metrics: names, when and what is sent (no Flink started)."""
 
 from __future__ import annotations
 
