@@ -36,6 +36,9 @@ class StageStatus:
 
     The owning operator updates :attr:`counters` and :attr:`gauges` (plain dicts) from its own
     thread; the writer thread only copies them, which is atomic under the GIL.
+
+    A follower (:meth:`follow`: the Flink metrics of :mod:`operators.metrics`) can copy the
+    figures elsewhere on the owner's thread after each write, at no cost to :meth:`count`.
     """
 
     def __init__(
@@ -59,6 +62,11 @@ class StageStatus:
         self._path = self._directory / f"{stage}-{subtask:05d}.json"
         self._header = {"stage": stage, "subtask": subtask, "attempt": attempt, "pid": os.getpid()}
         self._interval = interval
+        #: Every gauge as of the last write (gauge functions included), for readers that must
+        #: not call the gauge functions themselves (some take the mean since their last call).
+        self.gauge_values: dict[str, float] = {}
+        self._follower: Callable[[], None] | None = None
+        self._follower_thread = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"status-{stage}-{subtask}", daemon=True
@@ -86,6 +94,10 @@ class StageStatus:
             gauges["busy_pct"] = round(100.0 * (busy - seen_busy) / (now - seen_at), 1)
         self._busy_seen = (busy, now)
         snapshot["gauges"] = gauges
+        self.gauge_values = gauges
+        if self._follower is not None:
+            # Followed at the owner's next count(): the follower may only run on its thread.
+            self.count = self._count_and_follow  # type: ignore[method-assign]
         temporary = self._path.with_name(
             f".{self._path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
         )
@@ -95,6 +107,30 @@ class StageStatus:
         except OSError:
             # Figures are advisory; a full disk must not take the operator down with it.
             pass
+
+    def follow(self, follower: Callable[[], None]) -> None:
+        """Call ``follower()`` now and then on this thread, at the first :meth:`count` it
+        makes after each write (so about once per ``interval`` while the owner counts).
+
+        A follower can do there what only the owner's thread may do, such as calling into the
+        JVM from PyFlink's thread mode (:mod:`operators.metrics`). Between writes
+        :meth:`count` costs what it always does.
+        """
+        self._follower = follower
+        self._follower_thread = threading.get_ident()
+        follower()
+
+    def _count_and_follow(self, name: str, amount: int = 1) -> None:
+        StageStatus.count(self, name, amount)
+        follower = self._follower
+        if follower is not None and threading.get_ident() == self._follower_thread:
+            self.__dict__.pop("count", None)
+            follower()
+
+    def gauge_value(self, name: str) -> float:
+        """Gauge ``name`` as of the last write; a gauge set since then, as it is now."""
+        value = self.gauge_values.get(name)
+        return self.gauges.get(name, 0.0) if value is None else value
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):

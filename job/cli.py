@@ -1,4 +1,5 @@
-"""The command line: ``crawl`` your seeds, or run the ``demo`` on the built-in synthetic web.
+"""The command line: ``crawl`` your seeds, run the ``demo`` on the built-in synthetic web, see a
+crawl's ``status``, rebuild its CDXJ ``index``.
 
 Options map onto keys of the configuration file (``conf/crawler.yaml``); ``--set
 section.key=value`` reaches any key. Configuration errors name their key and exit with status 2;
@@ -89,7 +90,30 @@ def _build_parser() -> argparse.ArgumentParser:
         "index", help="(re)write the CDXJ index of a crawl's WARC files (out/index.cdxj)"
     )
     index.add_argument("--out", type=Path, required=True, help="the crawl's output directory")
+    status = commands.add_parser(
+        "status",
+        help="a crawl's Flink job (state, uptime, checkpoints) and figures (pages, queues ...)",
+    )
+    status.add_argument(
+        "--out", type=Path, help="the output directory of a crawl run by this command"
+    )
+    status.add_argument(
+        "--rest", help="a Flink REST API (e.g. http://jobmanager:8081) running the crawl"
+    )
+    status.add_argument("--job", help="the job id (default: the running pyflink-crawler job)")
     return parser
+
+
+def _status(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from job.status import StatusError, run_status
+
+    if args.out is None and args.rest is None:
+        parser.error("status: give --out DIR (a local crawl) or --rest URL (any Flink cluster)")
+    try:
+        return run_status(args.out, args.rest, args.job)
+    except StatusError as error:
+        print(f"status: {error}", file=sys.stderr)
+        return 1
 
 
 def _index(out: Path) -> int:
@@ -144,7 +168,10 @@ def _flink_conf(args: argparse.Namespace) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``pyflink-crawler`` and ``python -m job``."""
-    args = _build_parser().parse_args(argv)
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "status":
+        return _status(args, parser)
     from job.launcher import CrawlError
 
     if args.command == "index":

@@ -32,6 +32,7 @@ from crawl.loop import VNODE_KEY, write_seed_file
 from crawl.progress import CrawlFigures, QuietTracker, is_idle, read_statuses
 from crawl.summary import CrawlSummary, summarise_crawl_logs
 from crawl.warc_writer import recover_open_files
+from job.status import JOB_FILE
 
 __all__ = ["CrawlError", "flink_configuration", "run_local_crawl"]
 
@@ -100,11 +101,15 @@ def flink_configuration(
     return settings
 
 
-def _write_flink_conf_dir(settings: dict[str, str], layout: OutputLayout) -> None:
-    """A Flink configuration directory for the local JVM (config.yaml and log4j files)."""
+def _pyflink_home() -> Path:
     import pyflink
 
-    pyflink_conf = Path(pyflink.__file__).parent / "conf"
+    return Path(pyflink.__file__).parent
+
+
+def _write_flink_conf_dir(settings: dict[str, str], layout: OutputLayout) -> None:
+    """A Flink configuration directory for the local JVM (config.yaml and log4j files)."""
+    pyflink_conf = _pyflink_home() / "conf"
     layout.flink_conf.mkdir(parents=True, exist_ok=True)
     for name in ("log4j.properties", "log4j-console.properties", "log4j-cli.properties"):
         source = pyflink_conf / name
@@ -113,6 +118,15 @@ def _write_flink_conf_dir(settings: dict[str, str], layout: OutputLayout) -> Non
     (layout.flink_conf / "config.yaml").write_text(
         yaml.safe_dump(settings, default_flow_style=False, sort_keys=True), encoding="utf-8"
     )
+
+
+def _write_job_file(layout: OutputLayout, job: dict[str, Any]) -> None:
+    """The running job's id and REST address (read by ``python -m job status``), then how the
+    run ended."""
+    path = layout.root / JOB_FILE
+    temporary = path.with_name(f".{JOB_FILE}.tmp")
+    temporary.write_text(json.dumps(job, indent=2), encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def _rest_address(layout: OutputLayout) -> str:
@@ -276,6 +290,9 @@ def run_local_crawl(
     client = _submit(config, layout, flink_conf, restore_from)
     started = time.time()
     rest = _rest_address(layout)
+    job = {"job_id": str(client.get_job_id()), "rest": rest, "pid": os.getpid(),
+           "started": started}
+    _write_job_file(layout, job)
     print(
         f"crawling {accepted} new seed(s) into {layout.root}; Flink job {client.get_job_id()}"
         + (f", REST API at {rest}" if rest else ""),
@@ -290,6 +307,7 @@ def run_local_crawl(
         savepoint = _stop_with_savepoint(client, layout, out)
     _wait_for_end(client, layout)
     finished = time.time()
+    _write_job_file(layout, {**job, "finished": finished, "stop_reason": reason})
     for recovered in recover_open_files(layout.warc, config.warc.prefix):
         print(f"finalised a WARC file left open: {recovered.final_path}", file=out)
 
@@ -343,6 +361,9 @@ def _submit(
     os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)
     os.environ["FLINK_LOG_DIR"] = str(layout.flink_logs)
     os.environ["PATH"] = path_for_embedded_python(os.environ.get("PATH", ""))
+    if any(key.startswith("metrics.reporter.") for key in settings):
+        # Reporters are plugins; the apache-flink package ships them in pyflink/plugins.
+        os.environ.setdefault("FLINK_PLUGINS_DIR", str(_pyflink_home() / "plugins"))
 
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment

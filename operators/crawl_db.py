@@ -43,6 +43,7 @@ from crawl.progress import StageStatus
 from crawl.routing import AddressResolver, FetchRouter
 from operators.context import Lifecycle, subtask_of
 from operators.faults import FaultInjector
+from operators.metrics import mirror_status
 
 __all__ = ["CrawlDbFunction"]
 
@@ -98,6 +99,10 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._status.gauge_functions["pending"] = lambda: sum(
             p.pending for p in list(self._partitions.values())
         )
+        self._status.gauge_functions["archived"] = lambda: sum(
+            p.drum.counters.archived for p in list(self._partitions.values())
+        )
+        mirror_status(self._status, runtime_context, "crawldb")
         self._faults = FaultInjector("crawl-db", self._output_dir)
         self._subtask = subtask.index
         Lifecycle.opened("crawldb", subtask.index, self._close_all)

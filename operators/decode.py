@@ -20,6 +20,7 @@ from crawl.loop import LoopRecordError, decode_line
 from crawl.loop_janitor import CheckpointDirectory, LoopJanitor
 from crawl.progress import StageStatus
 from operators.context import Lifecycle, job_id_of, subtask_of
+from operators.metrics import mirror_status
 
 __all__ = ["DecodeFunction"]
 
@@ -52,6 +53,7 @@ class DecodeFunction(FlatMapFunction):
             target=self._sweep_periodically, name=f"loop-janitor-{subtask.index}", daemon=True
         )
         self._sweeper.start()
+        mirror_status(self._status, runtime_context, "decode")
 
     def close(self) -> None:
         Lifecycle.closed("decode", self._subtask, self._shutdown)

@@ -58,7 +58,9 @@ from crawl.scheduler import (
     upgrade_host_row,
 )
 from crawl.sitemaps import is_sitemap_hops
+from crawl.status import Status
 from operators.context import Lifecycle, subtask_of
+from operators.metrics import fetch_latency_histogram, mirror_status
 
 __all__ = ["FetchFunction"]
 
@@ -67,6 +69,9 @@ log = logging.getLogger(__name__)
 #: A host queue longer than this is not reordered when URLs with a rank arrive (with priority
 #: a host gets ``priority.host_window`` URLs at a time; a longer queue is one filled before).
 _RANKED_QUEUE_MAX = 1000
+
+#: Outcomes counted by reason too (``errors.<reason>``: ``errors.timeout:read`` ...).
+_ERRORS = frozenset({Status.HTTP_ERROR, Status.FETCH_ERROR})
 
 #: Layout version of the robots row.
 ROBOTS_ROW_VERSION = 1
@@ -162,6 +167,8 @@ class FetchFunction(KeyedProcessFunction):
             self._queued.keys() | self._in_flight.keys()
         )
         self._status.gauge_functions["hosts_failing"] = lambda: len(self._failing)
+        mirror_status(self._status, runtime_context, "fetch")
+        self._latency = fetch_latency_histogram(runtime_context)
 
     def close(self) -> None:
         Lifecycle.closed("fetch", self._subtask, self._shutdown)
@@ -277,6 +284,10 @@ class FetchFunction(KeyedProcessFunction):
         self._status.gauges["in_flight"] = len(self._in_flight)
         for result in wake.results:
             self._status.count(f"results.{result.status.value}")
+            if result.status in _ERRORS:
+                self._status.count(f"errors.{result.reason}")
+            if result.status is not Status.ROBOTS_DENIED:  # denials make no request
+                self._latency.update(result.duration_ms)
         for event in wake.events:
             self._status.count(event)
             if event == "suspensions":

@@ -27,6 +27,7 @@ from crawl.near_judge import NearJudge, NearQuery
 from crawl.progress import StageStatus
 from crawl.warc_writer import WarcFileWriter, recover_open_files
 from operators.context import Lifecycle, subtask_of
+from operators.metrics import mirror_status
 
 __all__ = ["NearDuplicateFunction", "near_dup_prefix"]
 
@@ -69,6 +70,7 @@ class NearDuplicateFunction(KeyedProcessFunction):
         self._judge: NearJudge | None = None
         self._producer_id = f"n{subtask.index}.{uuid.uuid4().hex[:12]}"
         self._status.gauge_functions["pages"] = lambda: len(self._judge or ())
+        mirror_status(self._status, runtime_context, "neardup")
 
     def close(self) -> None:
         Lifecycle.closed("neardup", self._subtask, self._shutdown)

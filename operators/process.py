@@ -31,6 +31,7 @@ from crawl.progress import StageStatus
 from crawl.warc_writer import Capture, WarcFileWriter, recover_open_files
 from operators.context import Lifecycle, subtask_of
 from operators.faults import FaultInjector
+from operators.metrics import mirror_status
 
 __all__ = ["ProcessFunction"]
 
@@ -114,6 +115,7 @@ class ProcessFunction(KeyedProcessFunction):
             dedup_min_bytes=config.warc.revisit_min_bytes,
             near_duplicates=self._near_queries is not None and config.neardup.enabled,
         )
+        mirror_status(self._status, runtime_context, "process")
 
 
     def close(self) -> None:
