@@ -332,9 +332,9 @@ class PageProcessor:
         for reason, count in parsed.rejected.items():
             status.count(f"links.rejected.{reason}", count)
         if parsed.noindex:
-            status.count("pages.noindex")
+            status.count("directives.noindex")
         if parsed.nofollow:
-            status.count("pages.nofollow")
+            status.count("directives.nofollow")
         url = result.url
         hops = result.hops
         return [(link, hops + hop, url) for link, hop in parsed.links if link != url], parsed

@@ -423,8 +423,8 @@ def test_links_embeds_and_a_refresh_go_round_with_their_own_hop(
         ("http://a.test/s.css", "LE", PAGE),
         ("http://cdn.test/i.png", "LE", PAGE),
     ]
-    assert status.counters["pages.noindex"] == 1  # counted, and archived all the same
-    assert "pages.nofollow" not in status.counters
+    assert status.counters["directives.noindex"] == 1  # counted, and archived all the same
+    assert "directives.nofollow" not in status.counters
     page_processor._warc.close()
     assert ("response", PAGE) in _kinds_and_uris(tmp_path)
     assert _metadata_blocks(tmp_path)[PAGE].split("\r\n") == [
@@ -447,8 +447,8 @@ def test_a_nofollow_page_sends_only_its_embeds_and_refresh(
         ("http://cdn.test/i.png", "LE")]
     # The page's own outcome still goes round.
     assert _lines_by_vnode(lines)[vnode_of("a.test", VNODES)][1][0][:2] == (PAGE, "FETCHED")
-    assert status.counters["pages.nofollow"] == 1
-    assert status.counters["pages.noindex"] == 1
+    assert status.counters["directives.nofollow"] == 1
+    assert status.counters["directives.noindex"] == 1
     assert status.counters["links.rejected.nofollow:page"] == 2
     page_processor._warc.close()
     block = _metadata_blocks(tmp_path)[PAGE]

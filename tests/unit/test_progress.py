@@ -260,3 +260,13 @@ def test_running_mean_gives_the_mean_since_the_last_take() -> None:
     assert mean.take() == 0.0
     mean.add(1.26)
     assert mean.take() == 1.3
+
+
+def test_pages_count_outcomes_only() -> None:
+    from crawl.progress import CrawlFigures
+
+    figures = CrawlFigures.from_statuses([{
+        "stage": "process",
+        "counters": {"pages.FETCHED": 3, "pages.ROBOTS_DENIED": 2, "directives.noindex": 1},
+    }])
+    assert figures.pages == 3
