@@ -34,7 +34,7 @@ from crawl.summary import CrawlSummary, summarise_crawl_logs
 from crawl.warc_writer import recover_open_files
 from job.status import JOB_FILE
 
-__all__ = ["CrawlError", "flink_configuration", "run_local_crawl"]
+__all__ = ["CrawlError", "fixed_settings", "flink_configuration", "run_local_crawl"]
 
 JOB_NAME = "pyflink-crawler"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -222,6 +222,21 @@ def _wait_until_running(client: Any, layout: OutputLayout, timeout: float = 120.
     raise CrawlError("the job did not come back after a failed stop")
 
 
+def fixed_settings(config: Config) -> dict[str, object]:
+    """The settings fixed for a crawl's life (recorded in ``crawl.json``, checked on resume)."""
+    return {
+        "crawl.vnodes": config.crawl.vnodes,
+        "crawldb.partitions": config.crawldb.partitions,
+        "vnode key": VNODE_KEY,
+        # It decides each host's key in the fetch stage, where its queue is kept.
+        "fetch routing": config.politeness.fetch_routing,
+        # With priority the crawl DB hands out URLs it marks QUEUED; without, every new URL
+        # goes to the frontier at once: switching would send URLs twice or never.
+        "priority.enabled": config.priority.enabled,
+        **config.urls.fixed(),
+    }
+
+
 def run_local_crawl(
     config: Config,
     seeds: Iterable[str],
@@ -246,17 +261,7 @@ def run_local_crawl(
             f"crawl.idle_seconds: must be 0 or at least {MIN_IDLE_SECONDS} "
             f"(the loop needs a few checkpoints to go round), got {config.crawl.idle_seconds}"
         )
-    fixed = {
-        "crawl.vnodes": config.crawl.vnodes,
-        "crawldb.partitions": config.crawldb.partitions,
-        "vnode key": VNODE_KEY,
-        # It decides each host's key in the fetch stage, where its queue is kept.
-        "fetch routing": config.politeness.fetch_routing,
-        # With priority the crawl DB hands out URLs it marks QUEUED; without, every new URL
-        # goes to the frontier at once: switching would send URLs twice or never.
-        "priority.enabled": config.priority.enabled,
-        **config.urls.fixed(),
-    }
+    fixed = fixed_settings(config)
     restore_from = None
     if resume:
         restore_from = layout.latest_restore_point()
