@@ -107,6 +107,19 @@ def _pyflink_home() -> Path:
     return Path(pyflink.__file__).parent
 
 
+def _lib_with_reporters(directory: Path) -> Path:
+    """A directory of links to the jars of the package's lib/ and of its metric reporter
+    plugins (pyflink/plugins/metrics-*), for the local JVM's class path."""
+    home = _pyflink_home()
+    directory.mkdir(parents=True, exist_ok=True)
+    jars = [*(home / "lib").glob("*.jar"), *(home / "plugins").glob("metrics-*/*.jar")]
+    for jar in jars:
+        link = directory / jar.name
+        if not link.exists():
+            link.symlink_to(jar)
+    return directory
+
+
 def _write_flink_conf_dir(settings: dict[str, str], layout: OutputLayout) -> None:
     """A Flink configuration directory for the local JVM (config.yaml and log4j files)."""
     pyflink_conf = _pyflink_home() / "conf"
@@ -367,8 +380,12 @@ def _submit(
     os.environ["FLINK_LOG_DIR"] = str(layout.flink_logs)
     os.environ["PATH"] = path_for_embedded_python(os.environ.get("PATH", ""))
     if any(key.startswith("metrics.reporter.") for key in settings):
-        # Reporters are plugins; the apache-flink package ships them in pyflink/plugins.
-        os.environ.setdefault("FLINK_PLUGINS_DIR", str(_pyflink_home() / "plugins"))
+        # Reporters are plugins (the apache-flink package ships them in pyflink/plugins), but
+        # the MiniCluster loads none: it finds reporter factories on its class path only. So
+        # the JVM gets a lib directory of the package's jars plus the reporters'.
+        # (PyFlink replaces FLINK_LIB_DIR with its own unless FLINK_HOME is set.)
+        os.environ.setdefault("FLINK_HOME", str(_pyflink_home()))
+        os.environ["FLINK_LIB_DIR"] = str(_lib_with_reporters(layout.flink_conf / "lib"))
 
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment

@@ -62,3 +62,15 @@ def test_the_shipped_settings_pass_and_a_short_grace_is_refused(tmp_path: Path) 
 )
 def test_the_embedded_python_finds_the_running_interpreter_first(path: str, expected: str) -> None:
     assert path_for_embedded_python(path, "/env/bin/python") == expected
+
+
+def test_a_local_run_with_a_reporter_gets_the_reporters_jars_on_its_class_path(
+    tmp_path,
+) -> None:
+    from job.launcher import _lib_with_reporters
+
+    lib = _lib_with_reporters(tmp_path / "lib")
+    names = {path.name for path in lib.iterdir()}
+    assert any(name.startswith("flink-dist") for name in names)
+    assert any(name.startswith("flink-metrics-prometheus") for name in names)
+    assert _lib_with_reporters(tmp_path / "lib") == lib  # again: the links are there
