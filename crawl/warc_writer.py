@@ -380,36 +380,18 @@ class WarcRecordFactory:
         """A ``metadata`` record about the response of ``pair`` (same target URI and date,
         ``WARC-Concurrent-To`` it) whose ``application/warc-fields`` block lists ``fields``
         in order, gzipped as one member."""
-        block = "".join(f"{_one_line(name).strip()}: {_one_line(value)}\r\n"
-                        for name, value in fields).encode("utf-8", "replace")
-        head = (f"{WARC_VERSION}\r\nWARC-Type: metadata\r\n"
-                f"WARC-Record-ID: {self._new_record_id()}\r\n"
-                f"WARC-Date: {pair.warc_date}\r\n"
-                f"WARC-Target-URI: {pair.target_uri}\r\n"
-                f"WARC-Concurrent-To: {pair.response_id}\r\n"
-                f"WARC-Block-Digest: {sha1_digest(block)}\r\n"
-                "Content-Type: application/warc-fields\r\n"
-                f"Content-Length: {len(block)}\r\n\r\n")
-        compressor = zlib.compressobj(compress_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-        return compressor.compress(head.encode() + block + b"\r\n\r\n") + compressor.flush()
+        return _metadata_record(self._new_record_id(), pair.warc_date, pair.target_uri,
+                                ("WARC-Concurrent-To", pair.response_id), fields, compress_level)
 
     def encode_note(self, target_uri: str, warc_date: str, refers_to: str,
                     fields: Iterable[tuple[str, str]], compress_level: int = 6) -> bytes:
         """A ``metadata`` record about a record written elsewhere (``WARC-Refers-To`` it, with
         its target URI and date), whose ``application/warc-fields`` block lists ``fields``,
         gzipped as one member."""
-        block = "".join(f"{_one_line(name).strip()}: {_one_line(value)}\r\n"
-                        for name, value in fields).encode("utf-8", "replace")
-        head = (f"{WARC_VERSION}\r\nWARC-Type: metadata\r\n"
-                f"WARC-Record-ID: {self._new_record_id()}\r\n"
-                f"WARC-Date: {_warc_header_value(warc_date)}\r\n"
-                f"WARC-Target-URI: {escape_uri(target_uri)}\r\n"
-                f"WARC-Refers-To: {_warc_header_value(refers_to)}\r\n"
-                f"WARC-Block-Digest: {sha1_digest(block)}\r\n"
-                "Content-Type: application/warc-fields\r\n"
-                f"Content-Length: {len(block)}\r\n\r\n")
-        compressor = zlib.compressobj(compress_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-        return compressor.compress(head.encode() + block + b"\r\n\r\n") + compressor.flush()
+        return _metadata_record(self._new_record_id(), _warc_header_value(warc_date),
+                                escape_uri(target_uri),
+                                ("WARC-Refers-To", _warc_header_value(refers_to)), fields,
+                                compress_level)
 
     def warcinfo(self, filename: str, fields: Mapping[str, str]) -> ArcWarcRecord:
         """A ``warcinfo`` record for file ``filename`` whose block lists ``fields`` in order.
@@ -435,6 +417,24 @@ class WarcRecordFactory:
         return self._builder.create_warc_record(
             fields["WARC-Target-URI"], record_type, payload=io.BytesIO(payload),
             length=len(payload), warc_headers_dict=fields, http_headers=http_headers)
+
+
+def _metadata_record(record_id: str, warc_date: str, target_uri: str, link: tuple[str, str],
+                     fields: Iterable[tuple[str, str]], compress_level: int) -> bytes:
+    """A gzipped ``metadata`` record whose ``application/warc-fields`` block lists ``fields``,
+    tied to another record by the ``link`` header (name, value); values already WARC-safe."""
+    block = "".join(f"{_one_line(name).strip()}: {_one_line(value)}\r\n"
+                    for name, value in fields).encode("utf-8", "replace")
+    head = (f"{WARC_VERSION}\r\nWARC-Type: metadata\r\n"
+            f"WARC-Record-ID: {record_id}\r\n"
+            f"WARC-Date: {warc_date}\r\n"
+            f"WARC-Target-URI: {target_uri}\r\n"
+            f"{link[0]}: {link[1]}\r\n"
+            f"WARC-Block-Digest: {sha1_digest(block)}\r\n"
+            "Content-Type: application/warc-fields\r\n"
+            f"Content-Length: {len(block)}\r\n\r\n")
+    compressor = zlib.compressobj(compress_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return compressor.compress(head.encode() + block + b"\r\n\r\n") + compressor.flush()
 
 
 def _encoded_headers(statusline: str, headers: list[tuple[str, str]], protocol: str,

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import sys
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,14 +33,11 @@ from pathlib import Path
 from typing import TextIO
 
 from crawl.config import Config
-from crawl.layout import FixedSettingsError, OutputLayout
-from crawl.loop import write_seed_file
+from crawl.layout import OutputLayout
 from job.launcher import (
     DEFAULT_FLINK_CONF,
-    FIXED_BEFORE_RECORDED,
-    CrawlError,
-    fixed_settings,
     flink_configuration,
+    prepare_output,
 )
 
 __all__ = [
@@ -129,30 +125,10 @@ def prepare_job(
         config, crawl=dataclasses.replace(config.crawl, output_dir=str(layout.root))
     )
     restore_from = context.get(RESTORE_KEY) or None
-    fixed = fixed_settings(config)
-    if restore_from is not None:
-        try:
-            layout.check_fixed_settings(fixed, implied=FIXED_BEFORE_RECORDED)
-        except FixedSettingsError as error:
-            raise CrawlError(str(error)) from None
-        # Figures start again with the new job; the budget ledger carries over.
-        shutil.rmtree(layout.status, ignore_errors=True)
-    elif layout.holds_crawl():
-        if not overwrite:
-            raise CrawlError(
-                f"{layout.root} already holds a crawl; choose another --out, resume it with "
-                "flink run -s SAVEPOINT, or pass --overwrite to replace it"
-            )
-        layout.clear()
-    layout.make()
-    layout.record_fixed_settings(fixed)
-    accepted, rejected = write_seed_file(
-        layout.loop, seeds, config.crawl.vnodes, config.scope.policy(), config.urls.normalizer()
+    accepted = prepare_output(
+        layout, config, seeds, resuming=restore_from is not None, overwrite=overwrite, out=out,
+        how_to_resume="resume it with flink run -s SAVEPOINT",
     )
-    for seed, reason in rejected:
-        print(f"seed rejected ({reason}): {seed}", file=out)
-    if not accepted and restore_from is None:
-        raise CrawlError("no valid seed URL to start from")
     local = flink_configuration(config, layout, flink_conf)
     settings, cluster_keys = job_settings(local, context)
     if cluster_keys:

@@ -34,7 +34,9 @@ from crawl.summary import CrawlSummary, summarise_crawl_logs
 from crawl.warc_writer import recover_open_files
 from job.status import JOB_FILE
 
-__all__ = ["CrawlError", "fixed_settings", "flink_configuration", "run_local_crawl"]
+__all__ = [
+    "CrawlError", "fixed_settings", "flink_configuration", "prepare_output", "run_local_crawl"
+]
 
 JOB_NAME = "pyflink-crawler"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -250,6 +252,46 @@ def fixed_settings(config: Config) -> dict[str, object]:
     }
 
 
+def prepare_output(
+    layout: OutputLayout,
+    config: Config,
+    seeds: Iterable[str],
+    *,
+    resuming: bool,
+    overwrite: bool,
+    out: TextIO,
+    how_to_resume: str,
+) -> int:
+    """Make the output directory ready for a job, locally or on a cluster: a resumed crawl's
+    fixed settings must match (its figures start again; the budget ledger carries over); a
+    new crawl needs a directory that holds none (or ``overwrite``) and a valid seed. Seeds
+    (optional when resuming) go into the loop; returns how many were accepted."""
+    fixed = fixed_settings(config)
+    if resuming:
+        try:
+            layout.check_fixed_settings(fixed, implied=FIXED_BEFORE_RECORDED)
+        except FixedSettingsError as error:
+            raise CrawlError(str(error)) from None
+        shutil.rmtree(layout.status, ignore_errors=True)
+    elif layout.holds_crawl():
+        if not overwrite:
+            raise CrawlError(
+                f"{layout.root} already holds a crawl; choose another --out, {how_to_resume}, "
+                "or pass --overwrite to replace it"
+            )
+        layout.clear()
+    layout.make()
+    layout.record_fixed_settings(fixed)
+    accepted, rejected = write_seed_file(
+        layout.loop, seeds, config.crawl.vnodes, config.scope.policy(), config.urls.normalizer()
+    )
+    for seed, reason in rejected:
+        print(f"seed rejected ({reason}): {seed}", file=out)
+    if not accepted and not resuming:
+        raise CrawlError("no valid seed URL to start from")
+    return accepted
+
+
 def run_local_crawl(
     config: Config,
     seeds: Iterable[str],
@@ -274,34 +316,15 @@ def run_local_crawl(
             f"crawl.idle_seconds: must be 0 or at least {MIN_IDLE_SECONDS} "
             f"(the loop needs a few checkpoints to go round), got {config.crawl.idle_seconds}"
         )
-    fixed = fixed_settings(config)
     restore_from = None
     if resume:
         restore_from = layout.latest_restore_point()
         if restore_from is None:
             raise CrawlError(f"{layout.root} holds no savepoint or checkpoint to resume from")
-        try:
-            layout.check_fixed_settings(fixed, implied=FIXED_BEFORE_RECORDED)
-        except FixedSettingsError as error:
-            raise CrawlError(str(error)) from None
-        # Figures start again with the new job; the budget ledger carries over.
-        shutil.rmtree(layout.status, ignore_errors=True)
-    elif layout.holds_crawl():
-        if not overwrite:
-            raise CrawlError(
-                f"{layout.root} already holds a crawl; choose another --out, pass --resume to "
-                "continue it, or --overwrite to replace it"
-            )
-        layout.clear()
-    layout.make()
-    layout.record_fixed_settings(fixed)
-    accepted, rejected = write_seed_file(
-        layout.loop, seeds, config.crawl.vnodes, config.scope.policy(), config.urls.normalizer()
+    accepted = prepare_output(
+        layout, config, seeds, resuming=resume, overwrite=overwrite, out=out,
+        how_to_resume="pass --resume to continue it",
     )
-    for seed, reason in rejected:
-        print(f"seed rejected ({reason}): {seed}", file=out)
-    if not accepted and restore_from is None:
-        raise CrawlError("no valid seed URL to start from")
     if restore_from is not None:
         print(f"resuming from {restore_from}", file=out)
 
