@@ -96,7 +96,13 @@ class ProcessFunction(KeyedProcessFunction):
         self._captures = _StateCaptures(
             runtime_context.get_state(ValueStateDescriptor("first-capture", Types.STRING()))
         )
-        self._log = CrawlLogWriter(layout.logs / f"crawl-{subtask.index:05d}.log")
+        # Each line goes to the file as it is written: a line still buffered when the
+        # TaskManager dies would be lost for good if the restored checkpoint counts its fetch
+        # as done (a write per page costs little next to the page's WARC records).
+        self._log = CrawlLogWriter(
+            layout.logs / f"crawl-{subtask.index:05d}.log", flush_interval_s=0.0,
+            background_flush=False,
+        )
         self._faults = FaultInjector("process", layout.root)
         self._processor = PageProcessor(
             self._warc,
