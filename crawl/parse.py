@@ -83,6 +83,8 @@ __all__ = [
     "Outlink",
     "ParsedLinks",
     "extract_links",
+    "guess_encoding",
+    "html_document",
 ]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -242,7 +244,7 @@ class LinkExtractor:
             if not result.body.startswith(_BOMS):
                 declared = _charset(result.header("Content-Type"))
             try:
-                document = _lxml_document(result.body, declared)
+                document = html_document(result.body, declared)
                 self._read_lxml(document, found, _may_say_nofollow(result.body, declared))
                 parsed.document = document
             except Exception:  # noqa: BLE001 - lxml refused the document: try the slower parser
@@ -572,8 +574,9 @@ def _known_encoding(name: str | None) -> str | None:
         return None
 
 
-def _lxml_document(body: bytes, declared: str | None) -> lxml.html.HtmlElement:
-    """The page parsed by lxml; raises on a document lxml cannot take."""
+def html_document(body: bytes, declared: str | None) -> lxml.html.HtmlElement:
+    """The page parsed by lxml with the crawl's encoding rules (the module docstring;
+    ``declared``: the Content-Type header's charset); raises on a document lxml cannot take."""
     encoding = _known_encoding(declared)
     if encoding is None and not body.startswith(_BOMS):
         xml = _XML_ENCODING.match(body, 0, 1024)

@@ -19,12 +19,13 @@ drops what is nested deeper than 255 elements.
 
 from __future__ import annotations
 
-import codecs
 import re
 from itertools import accumulate, islice
 
 import lxml.etree
 import lxml.html
+
+from crawl.parse import html_document
 
 __all__ = [
     "AD_NAMES",
@@ -46,9 +47,6 @@ INLINE_TAGS = frozenset({
     "span", "strike", "strong", "sub", "sup", "time", "tt", "u", "var", "wbr",
 })  # fmt: skip
 
-_META_CHARSET = re.compile(rb"<meta[^>]+charset", re.IGNORECASE)
-_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-_PARSERS: dict[str, lxml.html.HTMLParser] = {}
 
 
 def visible_text(document: lxml.etree._Element) -> str:
@@ -529,43 +527,10 @@ _TAGS: dict[str, str] = {}
 
 
 def visible_text_of(body: bytes, encoding: str | None = None) -> str:
-    """The visible text of an HTML page given as bytes; ``encoding`` is the charset the
-    Content-Type header declares, if any (else a byte order mark, a ``<meta>`` declaration,
-    UTF-8 if the bytes are valid UTF-8, else windows-1252). ``""`` for what is no document."""
+    """The visible text of an HTML page given as bytes, parsed as the crawl parses pages
+    (:func:`crawl.parse.html_document`); ``encoding`` is the charset the Content-Type header
+    declares, if any. ``""`` for what is no document."""
     try:
-        return visible_text(_document(body, encoding))
+        return visible_text(html_document(body, encoding))
     except (lxml.etree.LxmlError, ValueError, LookupError, TypeError):
         return ""
-
-
-def _document(body: bytes, encoding: str | None) -> lxml.etree._Element:
-    known = None
-    if encoding:
-        try:
-            known = codecs.lookup(encoding).name
-        except LookupError:
-            known = None
-    if known is not None or body.startswith(_BOMS) or _META_CHARSET.search(body, 0, 2048):
-        # libxml2 reads a byte order mark itself (given no encoding) and finds <meta> charsets.
-        return lxml.html.document_fromstring(body, parser=_parser(known))
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        text = body.decode("cp1252", "replace")
-    # lxml refuses NUL and most C0 controls in text input, and XML declarations in strings.
-    text = _CONTROLS.sub("\ufffd", text)
-    if text.lstrip().startswith("<?xml"):
-        return lxml.html.document_fromstring(text.encode("utf-8"), parser=_parser("utf-8"))
-    return lxml.html.document_fromstring(text, parser=_parser(None))
-
-
-_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
-
-
-def _parser(encoding: str | None) -> lxml.html.HTMLParser:
-    key = encoding or ""
-    parser = _PARSERS.get(key)
-    if parser is None:
-        parser = lxml.html.HTMLParser(encoding=encoding, recover=True, no_network=True)
-        _PARSERS[key] = parser
-    return parser
