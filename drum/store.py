@@ -1340,9 +1340,8 @@ class _MergeState:
         if archive_writer is not None:
             new_archives.append(self._finish_run(archive_writer))
         due_keys, due_values = selector.result()
-        lease_until = now + due_policy.lease_ms if due_policy.lease_ms > 0 else 0
-        if due_policy.mark_queued:
-            lease_until = 0
+        leased = due_policy.lease_ms > 0 and not due_policy.mark_queued
+        lease_until = now + due_policy.lease_ms if leased else 0
         new_deltas: list[RunFile] = []
         if len(due_keys) and (lease_until or due_policy.mark_queued):
             order = np.argsort(due_keys)
