@@ -96,8 +96,10 @@ def test_metrics_follow_the_crawl(tmp_path: Path, web_server: SyntheticWebServer
     # which may be one burst behind.
     assert last.get("fetch.queued") <= TAIL
     assert last.get("crawldb.pending") <= TAIL
-    # The latency histogram (the REST API gives its statistics, not its count).
-    assert 0 < last.maxima["fetch.latency_ms_median"] <= last.maxima["fetch.latency_ms_max"]
+    # The latency histogram (the REST API gives its statistics, not its count). Fetches on
+    # loopback take whole milliseconds, often 0: the median may be 0, the slowest is not.
+    assert 0 <= last.maxima["fetch.latency_ms_median"] <= last.maxima["fetch.latency_ms_max"]
+    assert last.maxima["fetch.latency_ms_max"] > 0
     assert last.maxima["fetch.latency_ms_max"] < 60_000
 
     assert f"job          {job_id}  pyflink-crawler  RUNNING" in status_text, status_text
