@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from crawl.recrawl import parse_overrides
+
 if TYPE_CHECKING:
     from crawl.parse import LinkExtractor
     from crawl.scope import UrlPolicy
@@ -38,6 +40,7 @@ __all__ = [
     "ParseSection",
     "PolitenessSection",
     "PrioritySection",
+    "RecrawlSection",
     "RobotsSection",
     "ScopeSection",
     "SitemapsSection",
@@ -322,6 +325,8 @@ class CrawlSection:
     output_dir: str = "crawl-out"
     max_pages: int = 0
     idle_seconds: float = 30.0
+    #: Stop (with a savepoint) after this long; 0: no time limit.
+    max_seconds: float = 0.0
     parallelism: int = 1
     vnodes: int = 256
     progress_seconds: float = 5.0
@@ -330,6 +335,7 @@ class CrawlSection:
     def _validate(self) -> None:
         _check(self, "crawl", "max_pages", lambda v: v >= 0, "an integer >= 0 (0: no budget)")
         _check(self, "crawl", "idle_seconds", _non_negative, "a number >= 0 (0: never stop)")
+        _check(self, "crawl", "max_seconds", _non_negative, "a number >= 0 (0: no limit)")
         _check(self, "crawl", "parallelism", lambda v: 1 <= v <= 1024, "an integer from 1 to 1024")
         _check(self, "crawl", "vnodes", lambda v: 1 <= v <= 32768, "an integer from 1 to 32768")
         _check(self, "crawl", "progress_seconds", _positive, "a number > 0")
@@ -564,6 +570,74 @@ class NearDupSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class RecrawlSection:
+    """Revisits: when each fetched URL is due again (see crawl/recrawl.py)."""
+
+    #: Fetch every URL again when due (a continuous crawl, which never ends by itself);
+    #: False: each URL once. Needs ``priority.enabled`` (the crawl DB releases due URLs).
+    enabled: bool = False
+    #: The first interval after a URL's first fetch (seconds).
+    initial_seconds: float = 86_400.0
+    #: Intervals stay within these bounds (seconds).
+    min_seconds: float = 3_600.0
+    max_seconds: float = 30 * 86_400.0
+    #: Nutch's AdaptiveFetchSchedule: the interval grows by inc_rate when the page had not
+    #: changed and shrinks by dec_rate when it had...
+    inc_rate: float = 0.4
+    dec_rate: float = 0.2
+    #: ...until this many visits are known; then Cho and Garcia-Molina's estimate of the
+    #: page's change rate sets it: the interval at which a change is found at a visit with
+    #: probability ``change_target``.
+    estimate_after: int = 4
+    change_target: float = 0.5
+    #: Visits the estimate remembers (older ones count half, then a quarter...).
+    estimate_window: int = 32
+    #: A failed fetch is tried again after retry_seconds x 2^(failures in a row - 1)...
+    retry_seconds: float = 600.0
+    #: ...and the URL is retired (kept as seen, never fetched again) after this many failures
+    #: in a row, or after gone_failures in a row of 404 / 410 / a host that no longer exists.
+    retire_failures: int = 8
+    gone_failures: int = 2
+    #: A URL robots.txt denies is asked again after this long (robots.txt may change).
+    denied_seconds: float = 7 * 86_400.0
+    #: Of each release, at most this share goes to revisits while new URLs wait (and at most
+    #: 1 - this share to new URLs while revisits wait); a kind with nothing waiting leaves its
+    #: share to the other.
+    refresh_share: float = 0.5
+    #: Per-host and per-URL bounds: ``"<host> key=value ..."`` (a host and its subdomains
+    #: when it starts with "."), or ``"re:<regular expression> key=value ..."`` (matched
+    #: against the URL); keys ``min``, ``max`` and ``initial`` in seconds. The first match wins.
+    overrides: tuple[str, ...] = ()
+
+    def _validate(self) -> None:
+        for key in ("initial_seconds", "min_seconds", "max_seconds", "retry_seconds",
+                    "denied_seconds"):
+            _check(self, "recrawl", key, lambda v: 1 <= v <= 10 * 365 * 86_400,
+                   "a number of seconds from 1 to ten years")
+        if self.min_seconds > self.max_seconds:
+            raise ConfigError(
+                f"recrawl.min_seconds: {self.min_seconds} exceeds recrawl.max_seconds "
+                f"({self.max_seconds})"
+            )
+        _check(self, "recrawl", "inc_rate", lambda v: 0 <= v <= 10, "a number from 0 to 10")
+        _check(self, "recrawl", "dec_rate", lambda v: 0 <= v < 1, "a number from 0, below 1")
+        _check(self, "recrawl", "estimate_after", lambda v: 1 <= v <= 255,
+               "an integer from 1 to 255")
+        _check(self, "recrawl", "change_target", lambda v: 0 < v < 1, "a number between 0 and 1")
+        _check(self, "recrawl", "estimate_window", lambda v: 2 <= v <= 255,
+               "an integer from 2 to 255")
+        _check(self, "recrawl", "retire_failures", lambda v: 1 <= v <= 255,
+               "an integer from 1 to 255")
+        _check(self, "recrawl", "gone_failures", lambda v: 1 <= v <= 255,
+               "an integer from 1 to 255")
+        _check(self, "recrawl", "refresh_share", lambda v: 0 < v < 1, "a number between 0 and 1")
+        try:
+            parse_overrides(self.overrides)
+        except ValueError as error:
+            raise ConfigError(f"recrawl.overrides: {error}") from None
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The whole crawl configuration, one frozen section per concern."""
 
@@ -581,6 +655,7 @@ class Config:
     admission: AdmissionSection = dataclasses.field(default_factory=AdmissionSection)
     priority: PrioritySection = dataclasses.field(default_factory=PrioritySection)
     neardup: NearDupSection = dataclasses.field(default_factory=NearDupSection)
+    recrawl: RecrawlSection = dataclasses.field(default_factory=RecrawlSection)
 
     def validate(self) -> Config:
         """Check every section; raise :class:`ConfigError` naming the first invalid key."""
@@ -595,6 +670,10 @@ class Config:
             raise ConfigError(
                 f"crawl.parallelism: {self.crawl.parallelism} exceeds crawldb.partitions "
                 f"({self.crawldb.partitions}); the crawl DB cannot use more subtasks"
+            )
+        if self.recrawl.enabled and not self.priority.enabled:
+            raise ConfigError(
+                "recrawl.enabled: needs priority.enabled (the crawl DB releases due URLs)"
             )
         return self
 

@@ -65,9 +65,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crawl.admission import Admission
-from crawl.config import CrawlDbSection, PrioritySection
-from crawl.loop import LoopRecordError, NearMark, Rescore, parse_record
+from crawl.config import CrawlDbSection, PrioritySection, RecrawlSection
+from crawl.loop import DoneEvent, LoopRecordError, NearMark, Rescore, parse_record
 from crawl.priority import ScorePolicy, rank
+from crawl.recrawl import RecrawlSchedule, Revisit, states_of_records, store_states
 from crawl.status import Status
 from crawl.urls import host_of
 from drum import (
@@ -153,9 +154,14 @@ def partition_directory(root: str, partition: int) -> str:
     return os.path.join(root, f"partition-{partition:05d}")
 
 
-def drum_config(section: CrawlDbSection, priority: PrioritySection | None = None) -> DrumConfig:
+def drum_config(
+    section: CrawlDbSection,
+    priority: PrioritySection | None = None,
+    recrawl: RecrawlSection | None = None,
+) -> DrumConfig:
     """The DRUM configuration of a crawl DB partition (with ``priority`` enabled, every major
-    merge releases the best-ranked due URLs, marking them QUEUED)."""
+    merge releases the best-ranked due URLs, marking them QUEUED; with ``recrawl`` enabled,
+    revisits among them within their share)."""
     due = DuePolicy(max_urls=0)
     if priority is not None and priority.enabled:
         due = DuePolicy(
@@ -164,6 +170,8 @@ def drum_config(section: CrawlDbSection, priority: PrioritySection | None = None
             lease_ms=0,
             mark_queued=True,
             depth_weight=priority.depth_penalty,
+            refresh_share=recrawl.refresh_share if recrawl is not None and recrawl.enabled
+            else 0.0,
         )
     return DrumConfig(
         buffer_ops=section.buffer_ops,
@@ -250,8 +258,14 @@ class CrawlDbPartition:
         history: str | None = None,
         admission: Admission | None = None,
         priority: PrioritySection | None = None,
+        recrawl: RecrawlSection | None = None,
     ) -> None:
         self.directory = directory
+        self._schedule = (
+            RecrawlSchedule(recrawl) if recrawl is not None and recrawl.enabled else None
+        )
+        # When the earliest URL not due at the last release comes due (None: none will).
+        self._next_due_ms: int | None = None
         self._admission = admission if admission is not None and admission.enabled else None
         self._scores = ScorePolicy(priority if priority is not None else PrioritySection())
         self._releasing = priority is not None and priority.enabled
@@ -268,7 +282,7 @@ class CrawlDbPartition:
         self._journal_extra: list[str] = []
         self._merged = False
         self._buffer_ops = section.buffer_ops
-        config = drum_config(section, priority)
+        config = drum_config(section, priority, recrawl)
         window_ms = int(section.file_grace_seconds * 1000)
         if manifest is None:
             # A partition with no state: whatever is in its directory was written after the
@@ -289,7 +303,7 @@ class CrawlDbPartition:
         self._found: list[tuple[str, str, str]] = []
         self._found_at: list[int] = []  # arrival time of each found URL (0: replayed)
         self._found_weight: list[float] = []  # 1 for a link found, another for a rescore
-        self._done: list[tuple[str, str, int, str, int]] = []
+        self._done: list[DoneEvent] = []
         # Order of the pending operations: True for a found URL, False for a done event.
         self._order: list[bool] = []
         #: Journal entries that could not be read back (counted, then dropped).
@@ -327,12 +341,17 @@ class CrawlDbPartition:
     def next_release_ms(self, now_ms: int) -> int | None:
         """When this partition should release URLs even if no operation comes, or None: when
         operations came since the last release (new URLs, or outcomes that free a host's
-        window), or the last release was cut at ``release_batch``. URLs left because their
-        hosts' windows are full wait for outcomes.
+        window), or the last release was cut at ``release_batch``, or when a URL comes due
+        (a revisit). URLs left because their hosts' windows are full wait for outcomes.
         """
-        if not self._releasing or not (self._release_again or self._ops_since_release):
+        if not self._releasing:
             return None
-        return max(now_ms, self._last_release_ms + self._release_interval_ms)
+        earliest = self._last_release_ms + self._release_interval_ms
+        if self._release_again or self._ops_since_release:
+            return max(now_ms, earliest)
+        if self._next_due_ms is not None:
+            return max(now_ms, earliest, self._next_due_ms)
+        return None
 
     # ------------------------------------------------------------------ operations
 
@@ -470,7 +489,7 @@ class CrawlDbPartition:
         return self._drum.check_update(url_keys(urls), values, payloads, now_ms=now_ms)
 
     def _outcomes(
-        self, done: Sequence[tuple[str, str, int, str, int]], now_ms: int, answer: Answer
+        self, done: Sequence[DoneEvent], now_ms: int, answer: Answer
     ) -> list[MergeResult]:
         kept = []
         near = []
@@ -485,20 +504,44 @@ class CrawlDbPartition:
         if not kept:
             return results
         n = len(kept)
-        urls = [url for url, _, _, _, _ in kept]
-        status = np.fromiter((DrumStatus[s] for _, s, _, _, _ in kept), np.uint8, n)
-        http = np.fromiter((min(max(c, 0), 0xFFFF) for _, _, c, _, _ in kept), np.int64, n)
-        reasons = np.fromiter((self._reason_code(r) for _, _, _, r, _ in kept), np.int64, n)
+        urls = [event[0] for event in kept]
+        status = np.fromiter((DrumStatus[event[1]] for event in kept), np.uint8, n)
+        http = np.fromiter((min(max(event[2], 0), 0xFFFF) for event in kept), np.int64, n)
+        reasons = np.fromiter((self._reason_code(event[3]) for event in kept), np.int64, n)
         # An outcome replaces the QUEUED status its URL got when released because it is newer:
         # a fetch starts after its release (on a cluster, clocks must agree to well within the
         # time from a release to its fetch: a network hop and the host's politeness wait).
-        at = np.fromiter((t for _, _, _, _, t in kept), np.int64, n)
+        at = np.fromiter((event[4] for event in kept), np.int64, n)
         hosts = np.fromiter((host_key(host_of(url)) for url in urls), np.uint32, n)
         values = outcomes(n, status=status, at_ms=at, http_status=http, reason=reasons, host=hosts)
+        if self._schedule is not None:
+            self._schedule_outcomes(kept, values, answer)
         payloads = [encode_payload(url, "", "") for url in urls]
-        for _, name, _, _, _ in kept:
-            answer.count(f"done.{name}")
+        for event in kept:
+            answer.count(f"done.{event[1]}")
         return results + self._drum.update(url_keys(urls), values, payloads, now_ms=now_ms)
+
+    def _schedule_outcomes(self, kept: Sequence[DoneEvent], values: np.ndarray, answer: Answer
+                           ) -> None:
+        """Each outcome's next fetch time and recrawl state (:mod:`crawl.recrawl`), in
+        ``values``."""
+        schedule = self._schedule
+        states = []
+        next_fetch = np.empty(len(kept), dtype=np.int64)
+        for i, event in enumerate(kept):
+            revisit = None
+            if len(event) > 5:
+                try:
+                    revisit = Revisit.decode(event[5])
+                except (ValueError, TypeError):
+                    answer.count("recrawl.bad_revisit")
+            state, next_fetch[i], what = schedule.after(
+                event[0], event[1], event[2], event[3], event[4], revisit
+            )
+            states.append(state)
+            answer.count(f"recrawl.{what}")
+        values["next_fetch_ms"] = next_fetch
+        store_states(values, states)
 
     def _near_duplicates(self, urls: list[str], now_ms: int, answer: Answer) -> list[MergeResult]:
         """Mark pages found to be near-duplicates (:data:`FLAG_NEAR_DUPLICATE`)."""
@@ -519,18 +562,25 @@ class CrawlDbPartition:
     def _deliver(self, results: list[MergeResult], now_ms: int, answer: Answer) -> None:
         batches: dict[str, list[list]] = {}
         turned_away: list[tuple[str, str, int, str, int]] = []
-        released: list[tuple[bytes, float]] = []
+        released: list[tuple[bytes, float, list | None]] = []
         for result in results:
             if result.due is not None and self._releasing:
                 self._last_release_ms = now_ms
                 self._ops_since_release = 0
                 self._pending = result.due.remaining
                 self._release_again = result.due.full and self._pending > 0
+                self._next_due_ms = result.due.next_due_ms
                 answer.count("releases")
+                answer.count("urls.released.revisits", result.due.revisits)
                 values = result.due.values
                 depth = np.where(values["depth"] == NO_DEPTH, 0, values["depth"])
                 ranks = rank(values["score"].astype(np.float64), depth, self._scores.depth_penalty)
-                released += zip(result.due.payloads, ranks.round(4).tolist(), strict=True)
+                states = (
+                    [state.encode() if state is not None else None
+                     for state in states_of_records(values)]
+                    if self._schedule is not None else [None] * len(values)
+                )
+                released += zip(result.due.payloads, ranks.round(4).tolist(), states, strict=True)
             # New URLs of a merge that released were counted by its selection.
             counted = result.due is not None
             answer.count("merges")
@@ -558,11 +608,14 @@ class CrawlDbPartition:
                     batches.setdefault(host_of(url), []).append([url, hops, via])
         if released:
             rejected = {url for url, _, _, _, _ in turned_away}
-            for payload, url_rank in released:
+            for payload, url_rank, state in released:
                 url, hops, via = decode_payload(payload)
                 if url in rejected:
                     continue
-                batches.setdefault(host_of(url), []).append([url, hops, via, 0, url_rank])
+                item = [url, hops, via, 0, url_rank]
+                if state is not None:
+                    item.append(state)  # a revisit: its recrawl state goes with it
+                batches.setdefault(host_of(url), []).append(item)
             answer.count("urls.released", sum(len(items) for items in batches.values()))
         answer.requests = [
             (host, json.dumps(items, separators=(",", ":"))) for host, items in batches.items()

@@ -65,7 +65,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import aiohttp
@@ -82,6 +82,7 @@ __all__ = [
     "ADDRESS_CLASSES",
     "DNS_THREADS",
     "MAX_REDIRECTS",
+    "NOT_MODIFIED",
     "RATIO_FLOOR_BYTES",
     "AddressNotAllowed",
     "BodyDecoder",
@@ -159,10 +160,20 @@ class IoLoop:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def status_for_http(http_status: int, location: str | None) -> tuple[Status, str]:
-    """Map an HTTP status (and Location header) to the crawl's status and reason."""
+#: The reason of a 304 answer to a conditional request (a FETCHED outcome: the page is as
+#: archived before).
+NOT_MODIFIED = "http:not-modified"
+
+
+def status_for_http(
+    http_status: int, location: str | None, conditional: bool = False
+) -> tuple[Status, str]:
+    """Map an HTTP status (and Location header) to the crawl's status and reason; a 304 is
+    FETCHED (:data:`NOT_MODIFIED`) when the request was ``conditional``."""
     if 200 <= http_status < 300:
         return Status.FETCHED, ""
+    if http_status == 304 and conditional:
+        return Status.FETCHED, NOT_MODIFIED
     if 300 <= http_status < 400 and http_status != 304:
         if location:
             return Status.REDIRECT, f"http:{http_status}"
@@ -804,6 +815,7 @@ class HttpFetcher:
         hop_spacing: tuple[float, float] = (0.0, 0.0),
         max_bytes: int | None = None,
         submitted: float | None = None,
+        conditional: Sequence[tuple[str, str]] = (),
     ) -> FetchResult:
         """GET ``url``; every outcome is a FetchResult (never raises for what the web does).
 
@@ -813,7 +825,8 @@ class HttpFetcher:
         K) as the host's politeness asks: max(delay, K x the previous hop's time) after the
         previous hop ended; the wait does not count against the total timeout.
         ``submitted`` (``time.monotonic()`` when the fetch was handed to the loop) feeds
-        :attr:`send_lag_ms`.
+        :attr:`send_lag_ms`. ``conditional``: the validators of a revisit (``If-None-Match``,
+        ``If-Modified-Since``), sent with the request; a 304 answer is then FETCHED.
         """
         limit = max_bytes if max_bytes is not None else self._config.max_content_bytes
         headers = {
@@ -821,6 +834,7 @@ class HttpFetcher:
             "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
             "Accept-Encoding": "gzip, deflate",
         }
+        headers.update(conditional)
         sent = _SentTime(time.time(), time.monotonic())
         result = FetchResult(url=url, status=Status.FETCH_ERROR, reason="", hops=hops, via=via)
         filter_types = (
@@ -881,7 +895,7 @@ class HttpFetcher:
                         continue
                     if redirects:
                         result.url = str(response.url)
-                    await self._read(response, result, limit, filter_types)
+                    await self._read(response, result, limit, filter_types, bool(conditional))
                     break
         except Exception as error:  # noqa: BLE001 - every failure becomes a recorded status
             result.status = Status.FETCH_ERROR
@@ -917,6 +931,7 @@ class HttpFetcher:
         result: FetchResult,
         limit: int,
         filter_types: bool,
+        conditional: bool = False,
     ) -> None:
         """Fill ``result`` from ``response``: status, headers, the body within the limits."""
         self._fill_head(response, result)
@@ -925,10 +940,13 @@ class HttpFetcher:
             raise BodyError("bad-response:too-many-headers")
         if not self._config.proxy:
             result.ip_address = self._peer_address(response)
-        status, reason = status_for_http(response.status, response.headers.get("Location"))
+        status, reason = status_for_http(
+            response.status, response.headers.get("Location"), conditional
+        )
         if (
             filter_types
             and status is Status.FETCHED
+            and reason != NOT_MODIFIED
             and not content_type_accepted(
                 response.headers.get("Content-Type", ""), self._config.accept_content_types
             )

@@ -7,8 +7,9 @@ Flink's ``MapState`` in the job, a ``dict`` wrapper in tests.
 
 A payload is a :class:`QueueEntry` as compact JSON: ``[url, hops, via]`` as the crawl DB sends
 it without priority, ``[url, hops, via, attempts, rank]`` with its rank (:mod:`crawl.priority`),
-or with ``attempts`` (failed attempts so far; see :mod:`crawl.politeness`) for a URL put back
-to be fetched again after a failure that may pass.
+``[url, hops, via, attempts, rank, recrawl]`` for a revisit (its recrawl state,
+:mod:`crawl.recrawl`), or with ``attempts`` (failed attempts so far; see
+:mod:`crawl.politeness`) for a URL put back to be fetched again after a failure that may pass.
 
 With priority, the crawl DB hands a host only a few URLs at a time, and
 :meth:`HostQueue.push_ranked` keeps that short queue best rank first (URLs put back for a retry
@@ -31,15 +32,19 @@ class QueueEntry(NamedTuple):
     via: str
     attempts: int = 0
     rank: float = 0.0
+    #: A revisit's encoded recrawl state (None: a first fetch).
+    recrawl: list | None = None
 
     def encode(self) -> str:
         """The payload stored in the queue (the 3-item form while there was no attempt and
-        there is no rank)."""
-        items: list[str | int | float] = [self.url, self.hops, self.via]
-        if self.attempts or self.rank:
+        there is no rank or recrawl state)."""
+        items: list = [self.url, self.hops, self.via]
+        if self.attempts or self.rank or self.recrawl is not None:
             items.append(self.attempts)
-        if self.rank:
+        if self.rank or self.recrawl is not None:
             items.append(self.rank)
+        if self.recrawl is not None:
+            items.append(self.recrawl)
         return json.dumps(items, separators=(",", ":"))
 
     @classmethod
@@ -52,6 +57,7 @@ class QueueEntry(NamedTuple):
             items[2],
             items[3] if len(items) > 3 else 0,
             items[4] if len(items) > 4 else 0.0,
+            items[5] if len(items) > 5 and isinstance(items[5], list) else None,
         )
 
 

@@ -3,7 +3,7 @@
 One loop line carries everything one page produced for one virtual node::
 
     <vnode> TAB {"i": id, "found": [[url, hops, via], ...],
-                 "done": [[url, status, http, reason, ms], ...],
+                 "done": [[url, status, http, reason, ms(, revisit)], ...],
                  "rescore": [[url, hops, via, weight], ...],
                  "near": [[url, original url, distance], ...]}
 
@@ -11,6 +11,10 @@ One loop line carries everything one page produced for one virtual node::
 near-duplicate page linked gets ``weight`` (negative) times what that link added to its score
 once more (the link counts less), and a page found to be a near-duplicate of an earlier
 capture is marked so in the crawl DB.
+
+A done event of a continuous crawl (``recrawl.enabled``) has a sixth item, the revisit: the
+recrawl state the URL was fetched with and what the fetch saw (:class:`crawl.recrawl.Revisit`,
+encoded), from which the crawl DB computes its next fetch time.
 
 ``i`` makes every line unique (its producer's id and sequence number), which the loop janitor
 relies on (:mod:`crawl.loop_janitor`).
@@ -59,8 +63,9 @@ __all__ = [
 
 #: A discovered URL: (url, hop path from its seed, the URL that led here).
 FoundUrl = tuple[str, str, str]
-#: A fetch outcome: (url, status name, HTTP status, reason, time in ms).
-DoneEvent = tuple[str, str, int, str, int]
+#: A fetch outcome: (url, status name, HTTP status, reason, time in ms), and in a continuous
+#: crawl the encoded :class:`crawl.recrawl.Revisit` as a sixth item.
+DoneEvent = tuple[str, str, int, str, int] | tuple[str, str, int, str, int, dict]
 #: A change of a found link's worth: (url, hops, via, weight of that link's score to add).
 Rescore = tuple[str, str, str, float]
 #: A page found a near-duplicate: (url, URL of the earlier capture, Hamming distance).
@@ -120,10 +125,7 @@ def parse_record(payload: str) -> LoopRecord:
         found = [
             (str(u), str(h), str(v)) for u, h, v in _items(data.get("found", []), 3)
         ]
-        done = [
-            (str(u), str(s), int(c), str(r), int(t))
-            for u, s, c, r, t in _items(data.get("done", []), 5)
-        ]
+        done = [_done_event(item) for item in _items(data.get("done", []), 5, 6)]
         rescore = [
             (str(u), str(h), str(v), _finite(w))
             for u, h, v, w in _items(data.get("rescore", []), 4)
@@ -141,9 +143,20 @@ def _finite(value: Any) -> float:
     return number
 
 
-def _items(values: Any, arity: int) -> list[list[Any]]:
+def _done_event(item: list[Any]) -> DoneEvent:
+    url, status, code, reason, at = item[:5]
+    event = (str(url), str(status), int(code), str(reason), int(at))
+    if len(item) == 5:
+        return event
+    if not isinstance(item[5], dict):
+        raise ValueError(f"a done event's revisit is not an object: {item[5]!r}")
+    return (*event, item[5])
+
+
+def _items(values: Any, arity: int, max_arity: int = 0) -> list[list[Any]]:
+    longest = max(arity, max_arity)
     if not isinstance(values, list) or not all(
-        isinstance(item, list) and len(item) == arity for item in values
+        isinstance(item, list) and arity <= len(item) <= longest for item in values
     ):
         raise ValueError(f"expected a list of {arity}-element lists")
     return values

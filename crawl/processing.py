@@ -21,7 +21,11 @@ it (hop ``I``). With near-duplicate detection on, an archived HTML page (not a r
 the simhash of its main text (:mod:`crawl.neardup`) in its metadata record, and its own
 outcome is held back: it goes, with the fingerprint and the links the page sent, as a query
 to the near-duplicate stage (:attr:`PageProcessor.near_queries`, :mod:`crawl.near_judge`),
-which sends it on with its verdict.
+which sends it on with its verdict. In a continuous crawl (``recrawl``) a page's outcome
+carries its revisit (:class:`crawl.recrawl.Revisit`: the recrawl state it was fetched with and
+what the fetch saw: the content digest and validators, or a 304), and a 304 Not Modified is
+archived as a ``revisit`` record with the server-not-modified profile referring to the URL's
+last capture; it has no links (they were taken from that capture).
 """
 
 from __future__ import annotations
@@ -30,12 +34,14 @@ from typing import Protocol
 
 from crawl.config import SitemapsSection
 from crawl.crawl_log import CrawlLogWriter
+from crawl.fetcher import NOT_MODIFIED
 from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode, url_vnode
 from crawl.model import FetchResult
 from crawl.near_judge import NearQuery
 from crawl.neardup import fingerprint as fingerprint_of
 from crawl.parse import LinkExtractor, ParsedLinks
 from crawl.progress import StageStatus
+from crawl.recrawl import Observation, RecrawlState, Revisit, digest64
 from crawl.scope import UrlPolicy
 from crawl.sitemaps import (
     SitemapEntry,
@@ -46,7 +52,14 @@ from crawl.sitemaps import (
 )
 from crawl.status import Status
 from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
-from crawl.warc_writer import Capture, WarcFileWriter, sha1_digest
+from crawl.warc_writer import (
+    NOT_MODIFIED_PROFILE,
+    REVISIT_PROFILE,
+    Capture,
+    WarcFileWriter,
+    iso_timestamp_ms,
+    sha1_digest,
+)
 
 __all__ = [
     "INFERRED_HOP",
@@ -112,6 +125,7 @@ class PageProcessor:
         dedup_min_bytes: int = 1,
         links: LinkExtractor | None = None,
         near_duplicates: bool = False,
+        recrawl: bool = False,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -129,6 +143,7 @@ class PageProcessor:
         self._dedup_min_bytes = dedup_min_bytes
         self._links = links if links is not None else LinkExtractor(normalizer=normalizer)
         self._near_duplicates = near_duplicates
+        self._recrawl = recrawl
         #: Queries for the near-duplicate stage (:class:`crawl.near_judge.NearQuery`, encoded)
         #: made by :meth:`process`; the caller takes them.
         self.near_queries: list[str] = []
@@ -166,8 +181,15 @@ class PageProcessor:
             if captures is not None and key.startswith("sha1:"):
                 earlier = captures.get(key)
             known = key if key.startswith("sha1:") else None  # hashed once per page
-            digest = self._warc.write(result, metadata, revisit_of=earlier, payload_digest=known)
-            if earlier is not None:
+            profile = REVISIT_PROFILE
+            last_capture = _last_capture(result)
+            if last_capture is not None:
+                earlier, profile = last_capture, NOT_MODIFIED_PROFILE
+            digest = self._warc.write(result, metadata, revisit_of=earlier, payload_digest=known,
+                                      profile=profile)
+            if last_capture is not None:
+                status.count("warc.not_modified")
+            elif earlier is not None:
                 status.count("warc.revisits")
             elif captures is not None and key.startswith("sha1:") and self._warc.last_capture:
                 captures.put(key, self._warc.last_capture)
@@ -182,6 +204,8 @@ class PageProcessor:
             status.count(f"robots.{result.status.value}")
             return self._route(found, None, "") if found else []
         status.count(f"pages.{result.status.value}")
+        # A continuous crawl's two rates: first fetches (discovery) and refetches (refresh).
+        status.count("fetches.refresh" if result.recrawl is not None else "fetches.discovery")
         done: DoneEvent = (
             result.url,
             result.status.value,
@@ -189,6 +213,8 @@ class PageProcessor:
             result.reason,
             result.started_ms,
         )
+        if self._recrawl:
+            done = (*done, _revisit(result, digest).encode())
         if not near_query or fingerprint is None or self._warc.last_capture is None:
             return self._route(found, done, result.url)
         # The page's outcome goes with the query: the near-duplicate stage sends it on with
@@ -323,7 +349,7 @@ class PageProcessor:
                 self._status.count("links.rejected.redirect:self")
                 return [], None
             return [(target, result.hops + "R", result.url)], None
-        if result.status is not Status.FETCHED:
+        if result.status is not Status.FETCHED or result.reason == NOT_MODIFIED:
             return [], None
         if self._sitemaps is not None and is_sitemap_hops(result.hops):
             return self._sitemap_links(result, self._sitemaps), None
@@ -388,6 +414,40 @@ def metadata_fields(
             fields.append(("canonical", page.canonical))
     fields += [("outlink", f"{url} {hops[-1:] or '-'}") for url, hops, _ in found]
     return fields
+
+
+def _last_capture(result: FetchResult) -> Capture | None:
+    """What the revisit record of a 304 refers to: the URL's last capture (by URI and date),
+    None for any other answer (or a 304 without a known capture, archived as it came)."""
+    if result.reason != NOT_MODIFIED or result.recrawl is None:
+        return None
+    try:
+        state = RecrawlState.decode(result.recrawl)
+    except (ValueError, TypeError):
+        return None
+    if not state.captured_s:
+        return None
+    return Capture(result.url, iso_timestamp_ms(state.captured_s * 1000), "")
+
+
+def _revisit(result: FetchResult, digest: str) -> Revisit:
+    """What a page's done event tells the recrawl schedule (:mod:`crawl.recrawl`)."""
+    try:
+        state = RecrawlState.decode(result.recrawl) if result.recrawl is not None else None
+    except (ValueError, TypeError):
+        state = None
+    observation = None
+    if result.status is Status.FETCHED or result.status is Status.REDIRECT:
+        etag, modified = result.header("ETag"), result.header("Last-Modified")
+        if result.reason == NOT_MODIFIED:
+            observation = Observation(etag=etag, last_modified=modified, not_modified=True)
+        elif result.status is Status.REDIRECT:
+            # A redirect changes when its target does.
+            location = (result.header("Location") or "").encode("utf-8", "replace")
+            observation = Observation(digest64(sha1_digest(location)))
+        else:
+            observation = Observation(digest64(digest), etag, modified)
+    return Revisit(state, observation)
 
 
 def _recent_key(found: FoundUrl) -> str:

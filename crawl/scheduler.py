@@ -167,6 +167,9 @@ class FetchOrder:
     kind: str
     hops: str
     via: str
+    #: A revisit's encoded recrawl state (:mod:`crawl.recrawl`): its validators make the
+    #: request conditional.
+    recrawl: list | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -280,7 +283,8 @@ class HostScheduler:
             payload = state.queue.pop()
             if payload is None:
                 return wake
-            url, hops, via = QueueEntry.decode(payload)[:3]
+            entry = QueueEntry.decode(payload)
+            url, hops, via = entry.url, entry.hops, entry.via
             allowed, reason = policy.verdict(url)
             if not allowed:
                 wake.results.append(
@@ -291,6 +295,7 @@ class HostScheduler:
                         hops=hops,
                         via=via,
                         started_ms=now_ms,
+                        recrawl=entry.recrawl,
                     )
                 )
                 denials += 1
@@ -304,7 +309,7 @@ class HostScheduler:
                 wake.wake_at_ms = now_ms + BUDGET_RETRY_MS
                 return wake
             self._lease(state, LEASE_PAGE, payload, now_ms)
-            wake.start = FetchOrder(url, LEASE_PAGE, hops, via)
+            wake.start = FetchOrder(url, LEASE_PAGE, hops, via, entry.recrawl)
             return wake
 
     def first_wake_ms(self, state: HostState, now_ms: int) -> int:
@@ -362,8 +367,10 @@ class HostScheduler:
                 duration_ms=now_ms - state.lease_started_ms,
             )
             if state.lease_kind == LEASE_PAGE:
-                url, hops, via = QueueEntry.decode(state.lease_payload)[:3]
-                result.url, result.hops, result.via = url, hops, via
+                leased = QueueEntry.decode(state.lease_payload)
+                result.url, result.hops, result.via = leased.url, leased.hops, leased.via
+        if state.lease_kind == LEASE_PAGE and result.recrawl is None:
+            result.recrawl = QueueEntry.decode(state.lease_payload).recrawl
         crawl_delay = 0.0
         if state.lease_kind == LEASE_ROBOTS:
             state.robots = record_from_fetch(

@@ -46,6 +46,10 @@ class CrawlSummary:
     revisits: int = 0
     #: Pages found to be near-duplicates of earlier ones.
     near_duplicates: int = 0
+    #: Fetches of URLs fetched before (a continuous crawl's refresh), and of those the ones
+    #: answered 304 Not Modified.
+    refetches: int = 0
+    not_modified: int = 0
     elapsed_seconds: float = 0.0
     stop_reason: str = ""
     savepoint: str = ""
@@ -110,6 +114,8 @@ class CrawlSummary:
             f"  revisits        {self.revisits}",
             f"  near-duplicates {self.near_duplicates}",
         ]
+        if self.refetches:
+            lines.append(f"  refetches       {self.refetches} ({self.not_modified} not modified)")
         lines += [
             f"  WARC files      {len(self.warc_files)} in "
             f"{Path(self.warc_files[0]).parent if self.warc_files else '-'}",

@@ -69,6 +69,7 @@ from crawl.model import FetchResult
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
+    "NOT_MODIFIED_PROFILE",
     "REVISIT_PROFILE",
     "Capture",
     "EncodedPair",
@@ -221,11 +222,14 @@ def _http_version(result: FetchResult) -> str:
 
 #: WARC 1.1's revisit profile for a payload already archived (section 6.7.2).
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+#: WARC 1.1's revisit profile for a 304 Not Modified answer to a conditional request (6.7.3).
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
 
 @dataclasses.dataclass(frozen=True)
 class Capture:
-    """Where a payload was archived in full: what a revisit record refers to."""
+    """Where a payload was archived in full: what a revisit record refers to (``record_id``
+    "" when not known: a 304's revisit refers to the URL's last capture by URI and date)."""
 
     target_uri: str
     warc_date: str
@@ -318,13 +322,16 @@ class WarcRecordFactory:
 
     def encode_pair_members(self, result: FetchResult, compress_level: int = 6,
                             revisit_of: Capture | None = None,
-                            payload_digest: str | None = None) -> EncodedPair:
+                            payload_digest: str | None = None,
+                            profile: str = REVISIT_PROFILE) -> EncodedPair:
         """:meth:`encode_pair`, its two gzip members apart, with what the index needs.
 
         With ``revisit_of`` (where the same payload was archived first) the first record is a
         ``revisit`` (WARC 1.1 6.7.2, profile identical-payload-digest): the HTTP headers of
-        this response without its payload, referring to that capture. ``payload_digest``: the
-        body's digest when the caller has it already (it is not computed again)."""
+        this response without its payload, referring to that capture; with ``profile``
+        :data:`NOT_MODIFIED_PROFILE` the revisit of a 304 (the URL's last capture, which the
+        server says is current). ``payload_digest``: the body's digest when the caller has it
+        already (it is not computed again)."""
         if result.http_status <= 0:
             raise ValueError(f"no HTTP response to archive for {result.url!r} "
                              f"(status {result.status.value}, http_status {result.http_status})")
@@ -345,10 +352,11 @@ class WarcRecordFactory:
             if result.truncated:
                 response_head += f"WARC-Truncated: {_warc_header_value(result.truncated)}\r\n"
         else:
+            refers_to = (f"WARC-Refers-To: {revisit_of.record_id}\r\n"
+                         if revisit_of.record_id else "")
             response_head = (f"{WARC_VERSION}\r\nWARC-Type: revisit\r\n"
                              f"WARC-Record-ID: {response_id}\r\n{common}"
-                             f"WARC-Profile: {REVISIT_PROFILE}\r\n"
-                             f"WARC-Refers-To: {revisit_of.record_id}\r\n"
+                             f"WARC-Profile: {profile}\r\n{refers_to}"
                              f"WARC-Refers-To-Target-URI: {revisit_of.target_uri}\r\n"
                              f"WARC-Refers-To-Date: {revisit_of.warc_date}\r\n")
         method = result.method.strip().upper() or "GET"
@@ -534,11 +542,13 @@ class WarcFileWriter:
 
     def write(self, result: FetchResult,
               metadata: Iterable[tuple[str, str]] | None = None,
-              revisit_of: Capture | None = None, payload_digest: str | None = None) -> str:
+              revisit_of: Capture | None = None, payload_digest: str | None = None,
+              profile: str = REVISIT_PROFILE) -> str:
         """Append the response/request pair of ``result`` (and, given ``metadata`` fields, a
         metadata record about the response), opening or rolling files as needed. With
         ``revisit_of`` the response is written as a revisit record referring to that capture
-        of the same payload (:meth:`WarcRecordFactory.encode_pair_members`).
+        of the same payload, or with ``profile`` :data:`NOT_MODIFIED_PROFILE` the URL's last
+        capture (:meth:`WarcRecordFactory.encode_pair_members`).
 
         Returns the payload digest (``sha1:BASE32``) of the response; :attr:`last_capture`
         says where it went. Raises ValueError when ``result`` has no HTTP response. If the disk
@@ -546,7 +556,7 @@ class WarcFileWriter:
         error propagates.
         """
         pair = self._factory.encode_pair_members(result, self._compress_level, revisit_of,
-                                                 payload_digest)
+                                                 payload_digest, profile)
         extra = (self._factory.encode_metadata(pair, metadata, self._compress_level)
                  if metadata is not None else b"")
         size = len(pair.response) + len(pair.request) + len(extra)

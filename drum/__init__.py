@@ -3,15 +3,16 @@ Management, with flink-crawler's due selection and archiving). Plain Python and 
 Flink here, so it is tested and benchmarked alone (tests/unit/test_drum_*.py, bench/drum_*.py).
 
 What it is
-    A map from a 64-bit key (:func:`url_key`, BLAKE2b of the normalised URL) to a 64-byte record
-    (:data:`RECORD`: status, score, times, counters, host hash, where the URL is), with the URL
-    itself (the payload) stored apart, once, in the DRUM's payload log (append-only, in
-    immutable files: each merge writes the payloads of the keys it inserted as one file, and
-    files are packed into larger ones as they accumulate, so there are few). Operations
-    (:meth:`Drum.check`, :meth:`Drum.update`, :meth:`Drum.check_update`) go into a buffer; a
-    merge sorts the buffer and passes once over the sorted runs on disk, and delivers every
-    answer of the batch in one :class:`MergeResult`: the checks (seen or not, in operation
-    order), the new keys with their URLs, and after a major merge the URLs due for fetching.
+    A map from a 64-bit key (:func:`url_key`, BLAKE2b of the normalised URL) to a 128-byte record
+    (:data:`RECORD`: status, score, times, counters, host hash, where the URL is, the recrawl
+    state), with the URL itself (the payload) stored apart, once, in the DRUM's payload log
+    (append-only, in immutable files: each merge writes the payloads of the keys it inserted as
+    one file, and files are packed into larger ones as they accumulate, so there are few).
+    Operations (:meth:`Drum.check`, :meth:`Drum.update`, :meth:`Drum.check_update`) go into a
+    buffer; a merge sorts the buffer and passes once over the sorted runs on disk, and delivers
+    every answer of the batch in one :class:`MergeResult`: the checks (seen or not, in
+    operation order), the new keys with their URLs, and after a major merge the URLs due for
+    fetching.
     Modules: :mod:`drum.record` (keys, record layout, merge rule), :mod:`drum.files` (file
     formats), :mod:`drum.manifest` (manifest, garbage collection), :mod:`drum.store` (the
     :class:`Drum`).
@@ -26,7 +27,7 @@ Costs (details in :mod:`drum.store`; figures in BENCHMARKS.md)
     per operation, amortised: O(1) in memory; a minor merge of B operations reads the K x 8
     key bytes of the runs (O(K / B) bytes per operation) and writes one delta record per
     updated key; a major merge rewrites the K records when the deltas reach
-    ``major_ratio`` x K (O(72 / major_ratio) bytes per update). Memory is set by the buffer
+    ``major_ratio`` x K (O(136 / major_ratio) bytes per update). Memory is set by the buffer
     (``DrumConfig.buffer_ops``) and the block size, never by K.
 
 One DRUM per key of the job's keyed crawl DB operator (a partition of vnodes; the reasons)
@@ -102,6 +103,7 @@ from drum.record import (
     NEVER,
     NO_DEPTH,
     RECORD,
+    RECRAWL_FIELDS,
     DrumStatus,
     ReasonTable,
     combine,
@@ -137,6 +139,7 @@ __all__ = [
     "NEVER",
     "NO_DEPTH",
     "RECORD",
+    "RECRAWL_FIELDS",
     "UPDATE",
     "ArchivePolicy",
     "Checks",

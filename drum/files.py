@@ -49,7 +49,7 @@ from typing import BinaryIO
 import numpy as np
 
 from drum.errors import DrumCorruptError, DrumMissingFileError, DrumWriteError
-from drum.record import LAYOUT_VERSION, RECORD, concat
+from drum.record import LAYOUT_VERSION, READABLE_LAYOUTS, RECORD, concat, upgrade
 
 __all__ = [
     "FORMAT_VERSION",
@@ -320,7 +320,8 @@ class RunFile(_ReadFile):
     """An open run file: header, trailer and table read and checked; blocks read on demand.
 
     Opening costs O(blocks) bytes of I/O; ``read_keys`` O(count x 8) and ``read_block``
-    O(count x 72) bytes, each checked against its checksum.
+    O(count x 136) bytes, each checked against its checksum. A file of an earlier record
+    layout (:data:`drum.record.READABLE_LAYOUTS`) is read as it is and its records upgraded.
     """
 
 
@@ -336,10 +337,13 @@ class RunFile(_ReadFile):
             raise DrumCorruptError(path, f"not a DRUM run file (magic {magic!r})")
         if head[24:] != _sum_bytes(head[:24]):
             raise DrumCorruptError(path, "header checksum mismatch")
-        if fmt != FORMAT_VERSION or layout != LAYOUT_VERSION or value_size != RECORD.itemsize:
+        if fmt != FORMAT_VERSION or READABLE_LAYOUTS.get(layout) != value_size:
             raise DrumCorruptError(
                 path, f"unsupported format {fmt} / layout {layout} / value size {value_size}"
             )
+        #: The record layout of the file (an earlier one's records are upgraded when read).
+        self.layout = layout
+        self.value_size = value_size
         if kind not in _KIND_NAMES:
             raise DrumCorruptError(path, f"unknown run kind {kind}")
         self.kind = kind
@@ -356,7 +360,7 @@ class RunFile(_ReadFile):
         if checksum(table_bytes) != table_sum:
             raise DrumCorruptError(path, "block table checksum mismatch")
         table = np.frombuffer(table_bytes, dtype=_TABLE)
-        stride = 8 + RECORD.itemsize
+        stride = 8 + value_size
         expected_offsets = HEADER_SIZE + np.concatenate(
             ([0], np.cumsum(table["count"].astype(np.int64) * stride)[:-1])
         ) if blocks else np.empty(0)
@@ -403,7 +407,7 @@ class RunFile(_ReadFile):
         entry = self.table[block]
         count = int(entry["count"])
         data = _pread_exact(
-            self._fd, count * (8 + RECORD.itemsize), int(entry["offset"]), self.path, "block"
+            self._fd, count * (8 + self.value_size), int(entry["offset"]), self.path, "block"
         )
         keys_bytes = memoryview(data)[: count * 8]
         values_bytes = memoryview(data)[count * 8 :]
@@ -411,7 +415,7 @@ class RunFile(_ReadFile):
             raise DrumCorruptError(self.path, f"keys checksum mismatch in block {block}")
         if checksum(values_bytes) != int(entry["values_sum"]):
             raise DrumCorruptError(self.path, f"values checksum mismatch in block {block}")
-        return np.frombuffer(keys_bytes, dtype="<u8"), np.frombuffer(values_bytes, dtype=RECORD)
+        return np.frombuffer(keys_bytes, dtype="<u8"), upgrade(values_bytes, self.layout)
 
     def info(self) -> FileInfo:
         return FileInfo(os.path.basename(self.path), self.size, self.records, self.checksum)

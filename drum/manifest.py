@@ -22,7 +22,7 @@ from typing import Any
 
 from drum.errors import DrumManifestError
 from drum.files import FileInfo
-from drum.record import LAYOUT_VERSION
+from drum.record import LAYOUT_VERSION, READABLE_LAYOUTS
 
 __all__ = [
     "MANIFEST_VERSION",
@@ -113,12 +113,16 @@ class Manifest:
         try:
             if value.get("format") != "drum-manifest":
                 raise DrumManifestError(source, "not a DRUM manifest")
-            if value.get("version") != MANIFEST_VERSION or value.get("layout") != LAYOUT_VERSION:
+            # A manifest of an earlier layout lists files of that layout, each read as such.
+            if (
+                value.get("version") != MANIFEST_VERSION
+                or value.get("layout") not in READABLE_LAYOUTS
+            ):
                 raise DrumManifestError(
                     source,
                     f"unsupported manifest version {value.get('version')} / layout "
-                    f"{value.get('layout')} (this code reads {MANIFEST_VERSION} / "
-                    f"{LAYOUT_VERSION})",
+                    f"{value.get('layout')} (this code reads {MANIFEST_VERSION} / layouts "
+                    f"{sorted(READABLE_LAYOUTS)})",
                 )
             return cls(
                 serial=int(value["serial"]),

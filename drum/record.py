@@ -1,4 +1,4 @@
-"""Keys, the fixed-width value record of a URL, and the merge rule (layout version 2).
+"""Keys, the fixed-width value record of a URL, and the merge rule (layout version 3).
 
 Key
     ``url_key(url)``: the first 8 bytes of BLAKE2b of the normalised URL's UTF-8 bytes, read as
@@ -7,7 +7,7 @@ Key
     collision probability of about 3 x 10^-4 over its whole life (birthday bound): two URLs
     colliding would make the second one look "seen". IRLBot accepted the same trade-off.
 
-Value (:data:`RECORD`, 64 bytes, little-endian, no padding between fields)
+Value (:data:`RECORD`, 128 bytes, little-endian, no padding between fields)
 
 ======  ===================  =====  ==========================================================
 offset  field                type   meaning and merge rule
@@ -33,7 +33,31 @@ offset  field                type   meaning and merge rule
 60      reserved             u2     0 (kept for a later layout); the oldest record's
 62      status               u1     :class:`DrumStatus`
 63      flags                u1     caller's bits; bitwise or
+64      recrawl_s            u4     time (s) of the fetch outcome the recrawl fields below
+                                    come from (0 = none yet); the greatest wins, ties to the
+                                    newer record, and brings every recrawl field with it
+68      interval_s           u4     recrawl interval (s); the recrawl holder's, and without
+                                    one the least non-zero (a discovery's hint: a sitemap's
+                                    changefreq)
+72      digest               u8     64 bits of the last capture's content digest (0 = none)
+80      modified_s           u4     the last capture's Last-Modified (s; 0 = none)
+84      observed_s           u4     when the content was last seen (a 2xx or a 304; s)
+88      captured_s           u4     when the content was last archived in full (a 2xx; s)
+92      visits               u1     content observations in the change-rate estimate
+93      changes              u1     changes seen among them
+94      failures_in_row      u1     failed attempts since the last success
+95      etag_info            u1     bits 0-5: length of the ETag's opaque tag below; bit 6:
+                                    the ETag is weak; bit 7: ``digest`` is a simhash
+96      etag                 S32    the ETag's opaque tag (without quotes; longer tags are not
+                                    kept, and then only If-Modified-Since is asked)
 ======  ===================  =====  ==========================================================
+
+The first 64 bytes are layout version 2's record: a version 2 record is a version 3 record
+with no recrawl fields (:func:`upgrade`), which is how files of crawls begun before version 3
+are read. The recrawl fields (:data:`RECRAWL_FIELDS`) are absolute values computed from the
+previous ones where the fetch outcome is known (the crawl DB hands them out with a due URL and
+gets them back with its outcome): their merge rule only picks the newest set, so a QUEUED mark
+(a time, no recrawl fields) never hides them.
 
 Status classes order the statuses for "the newest status wins": class 0 (NONE: a record that
 only carries a lease or counters), class 1 (UNFETCHED: a discovery), class 2 (an outcome:
@@ -59,12 +83,18 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "DIGEST_IS_SIMHASH",
+    "ETAG_LENGTH_MASK",
+    "ETAG_WEAK",
     "FAILURE_STATUSES",
     "LAYOUT_VERSION",
+    "MAX_ETAG_BYTES",
     "NEVER",
     "NO_DEPTH",
     "PAYLOAD_FIELDS",
+    "READABLE_LAYOUTS",
     "RECORD",
+    "RECRAWL_FIELDS",
     "DrumStatus",
     "ReasonTable",
     "combine",
@@ -80,13 +110,17 @@ __all__ = [
     "select",
     "status_class",
     "take",
+    "upgrade",
     "url_key",
     "url_keys",
 ]
 
 #: Version of :data:`RECORD` and of the merge rule. Files and journals carry it.
 #: 2: one payload position in the DRUM's payload log instead of (segment, offset).
-LAYOUT_VERSION = 2
+#: 3: 128 bytes: the recrawl fields (interval, digest, validators, change counts) added.
+LAYOUT_VERSION = 3
+#: Earlier layouts this code reads (their records widened by :func:`upgrade`).
+READABLE_LAYOUTS = {2: 64, 3: 128}
 
 #: ``next_fetch_ms`` of a URL never due again.
 NEVER = np.iinfo(np.int64).max
@@ -111,14 +145,50 @@ RECORD = np.dtype(
         ("reserved", "<u2"),
         ("status", "u1"),
         ("flags", "u1"),
+        ("recrawl_s", "<u4"),
+        ("interval_s", "<u4"),
+        ("digest", "<u8"),
+        ("modified_s", "<u4"),
+        ("observed_s", "<u4"),
+        ("captured_s", "<u4"),
+        ("visits", "u1"),
+        ("changes", "u1"),
+        ("failures_in_row", "u1"),
+        ("etag_info", "u1"),
+        ("etag", "S32"),
     ]
 )
-assert RECORD.itemsize == 64
+assert RECORD.itemsize == 128
+
+#: The fields that travel together with ``recrawl_s`` (the merge takes them from one record).
+RECRAWL_FIELDS = (
+    "recrawl_s", "interval_s", "digest", "modified_s", "observed_s", "captured_s", "visits",
+    "changes", "failures_in_row", "etag_info", "etag",
+)
+#: ``etag_info`` bits.
+ETAG_LENGTH_MASK = 0x3F
+ETAG_WEAK = 0x40
+DIGEST_IS_SIMHASH = 0x80
+#: The longest opaque tag an ETag may have to be kept.
+MAX_ETAG_BYTES = 32
 
 
-# Moving whole records through a plain 64-byte void view is 5 to 10 times faster than through
-# the structured dtype (NumPy copies structured elements field by field).
-_RAW = np.dtype("V64")
+# Moving whole records through a plain void view is 5 to 10 times faster than through the
+# structured dtype (NumPy copies structured elements field by field).
+_RAW = np.dtype(f"V{RECORD.itemsize}")
+
+
+def upgrade(data: bytes | memoryview, layout: int) -> np.ndarray:
+    """Records of an earlier ``layout`` (:data:`READABLE_LAYOUTS`) as current records. O(n)."""
+    if layout == LAYOUT_VERSION:
+        return np.frombuffer(data, dtype=RECORD)
+    size = READABLE_LAYOUTS.get(layout)
+    if size is None or size > RECORD.itemsize:
+        raise ValueError(f"records of layout {layout} cannot be read")
+    old = np.frombuffer(data, dtype=np.uint8).reshape(-1, size)
+    wide = np.zeros((len(old), RECORD.itemsize), dtype=np.uint8)
+    wide[:, :size] = old
+    return wide.reshape(-1).view(RECORD)
 
 
 def take(values: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -236,8 +306,10 @@ def discoveries(
     depth: Any = 0,
     host: Any = 0,
     next_fetch_ms: Any = None,
+    interval_s: Any = 0,
 ) -> np.ndarray:
-    """Records of ``n`` URLs found as links (UNFETCHED, due at ``next_fetch_ms`` or now).
+    """Records of ``n`` URLs found as links (UNFETCHED, due at ``next_fetch_ms`` or now), with
+    a recrawl interval hint ``interval_s`` (0: none).
 
     Arguments other than ``n`` are scalars or arrays of length ``n``.
     """
@@ -249,6 +321,7 @@ def discoveries(
     records["score"] = score
     records["depth"] = depth
     records["host"] = host
+    records["interval_s"] = interval_s
     return records
 
 
@@ -356,6 +429,24 @@ def _fold(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarr
     holders = take(values, np.where(found, holder, 0))
     for field in PAYLOAD_FIELDS:
         out[field] = np.where(found, holders[field], 0)
+    # Recrawl fields: the newest set (greatest recrawl_s, ties to the later record).
+    recrawl = values["recrawl_s"].astype(np.int64)
+    newest = np.maximum.reduceat(recrawl, starts)
+    if newest.any():
+        keeper = np.maximum.reduceat(
+            np.where(recrawl == np.repeat(newest, sizes), index, -1), starts
+        )
+    else:  # (the common case: discoveries only) each group's last record
+        keeper = starts + sizes - 1
+    kept = take(values, keeper)
+    for field in RECRAWL_FIELDS:
+        out[field] = kept[field]
+    hints = values["interval_s"].astype(np.int64)
+    least_hint = np.minimum.reduceat(np.where(hints > 0, hints, 1 << 32), starts)
+    no_holder = newest == 0
+    out["interval_s"] = np.where(
+        no_holder, np.where(least_hint == 1 << 32, 0, least_hint), out["interval_s"]
+    )
     return out
 
 
@@ -400,4 +491,10 @@ def combine_one(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     source = older if older["payload_len"] else newer
     for field in PAYLOAD_FIELDS:
         out[field] = source[field]
+    holder = newer if newer["recrawl_s"] >= older["recrawl_s"] else older
+    for field in RECRAWL_FIELDS:
+        out[field] = holder[field]
+    if not holder["recrawl_s"]:
+        hints = [r["interval_s"] for r in (older, newer) if r["interval_s"]]
+        out["interval_s"] = min(hints) if hints else 0
     return out

@@ -20,16 +20,16 @@ A **minor merge** (buffer full, or :meth:`Drum.merge`) sorts the buffer, looks i
 every run by reading only the key blocks whose range holds one of them (one sequential pass per
 run), answers every check, writes the new URLs' payloads and one delta run. Its I/O is
 O(K x 8) bytes read for K keys on disk (less when the buffer is small against K), plus
-O(B x 72 + new URL bytes) written for a buffer of B operations.
+O(B x 136 + new URL bytes) written for a buffer of B operations.
 
 A **major merge** (too many delta runs, deltas larger than ``major_ratio`` of the main run, or
 asked for) streams the main run and the deltas block by block, folds them with the merge rule,
 writes a new main run, moves records that the :class:`ArchivePolicy` gives up on into a new
 archived set, and selects the URLs due for fetching (:class:`DuePolicy`: by score, next fetch
 time, a per-host budget), which it leases (a small delta run) so they are not selected twice.
-Its I/O is O(K x 72) bytes read and written; its memory is a few blocks per run plus the
+Its I/O is O(K x 136) bytes read and written; its memory is a few blocks per run plus the
 selection. With deltas allowed up to ``major_ratio`` x K records, each record is rewritten
-about 1 / major_ratio times per K updates: the amortised cost per operation is O(72 / ratio)
+about 1 / major_ratio times per K updates: the amortised cost per operation is O(136 / ratio)
 bytes, independent of K.
 """
 
@@ -66,6 +66,7 @@ from drum.record import (
     NEVER,
     NO_DEPTH,
     PAYLOAD_FIELDS,
+    READABLE_LAYOUTS,
     RECORD,
     DrumStatus,
     ReasonTable,
@@ -75,6 +76,7 @@ from drum.record import (
     put,
     select,
     take,
+    upgrade,
 )
 
 __all__ = [
@@ -115,6 +117,12 @@ class DuePolicy:
     mark_queued: bool = False
     #: Rank = score - depth_weight x depth (hops from a seed; 0: by score alone).
     depth_weight: float = 0.0
+    #: Above 0: new URLs (UNFETCHED) and revisits (a fetch outcome due again) are selected
+    #: apart, revisits getting at most this share of ``max_urls`` while new URLs are due and
+    #: new URLs the rest while revisits are due (a kind short of its share leaves it to the
+    #: other); a revisit's rank adds how late it is, in intervals (``interval_s``). 0: both
+    #: kinds ranked together.
+    refresh_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,7 @@ class ArchivePolicy:
 @dataclass(frozen=True)
 class DrumConfig:
     """Sizes and policies. Memory is about ``buffer_ops`` x 170 bytes (keys, values, payload
-    references) plus the payload bytes, plus a few blocks of ``block_records`` x 72 bytes per
+    references) plus the payload bytes, plus a few blocks of ``block_records`` x 136 bytes per
     run during merges, whatever the number of keys."""
 
     buffer_ops: int = 1 << 20
@@ -204,6 +212,10 @@ class DueSelection:
     #: The candidates reached ``max_urls`` (before ``mark_queued`` trimmed full hosts): a
     #: further selection may take more of the remaining records at once.
     full: bool = False
+    #: The earliest next fetch time of the records not due yet (None: none will be).
+    next_due_ms: int | None = None
+    #: Of the selection, how many are revisits (fetch outcomes due again).
+    revisits: int = 0
 
 
 @dataclass(frozen=True)
@@ -279,15 +291,16 @@ def decode_ops(data: bytes, source: str = "journal"
     if checksum(data[:-8]) != int.from_bytes(data[-8:], "little"):
         raise DrumCorruptError(source, "journal chunk checksum mismatch")
     magic, fmt, layout, n, blob_len = _OPS_HEAD.unpack_from(data)
-    if magic != _OPS_MAGIC or fmt != 1 or layout != LAYOUT_VERSION:
+    size = READABLE_LAYOUTS.get(layout)
+    if magic != _OPS_MAGIC or fmt != 1 or size is None:
         raise DrumCorruptError(source, "not a journal chunk of this format and layout")
     at = _OPS_HEAD.size
     keys = np.frombuffer(data, "<u8", n, at).astype(np.uint64)
     at += 8 * n
     kinds = np.frombuffer(data, np.uint8, n, at).copy()
     at += n
-    values = np.frombuffer(data, RECORD, n, at).copy()
-    at += RECORD.itemsize * n
+    values = upgrade(memoryview(data)[at : at + size * n], layout).copy()
+    at += size * n
     lens = np.frombuffer(data, "<u4", n, at).astype(np.int64)
     at += 4 * n
     if at + blob_len + 8 != len(data) or int(lens.sum()) != blob_len:
@@ -424,41 +437,25 @@ def _rank_within(groups: np.ndarray, order: np.ndarray) -> np.ndarray:
     return ranks
 
 
-class _DueSelector:
-    """Best ``max_urls`` due records by (rank desc, key asc), at most ``per_host`` per host,
-    rank being ``score - depth_weight x depth``. Exact and incremental: memory O(max_urls + one
-    chunk). With ``mark_queued``, a host's QUEUED records count against its ``per_host`` too:
-    they are counted during the scan and the candidates trimmed at the end (so a selection may
-    hold fewer than ``max_urls`` when candidates of full hosts were kept over others)."""
+class _Pool:
+    """The best ``max_urls`` candidates offered, by (rank desc, key asc), at most ``per_host``
+    per host. Memory O(max_urls + one chunk)."""
 
     def __init__(self, policy: DuePolicy) -> None:
         self.policy = policy
         self.keys = _EMPTY_KEYS
         self.values = np.empty(0, dtype=RECORD)
         self.rank = np.empty(0, dtype=np.float64)
-        #: Due records offered (selected or not).
-        self.due = 0
-        self.full = False
-        self._queued_hosts: list[np.ndarray] = []
-
-    def _rank(self, values: np.ndarray) -> np.ndarray:
-        rank = values["score"].astype(np.float64)
-        if self.policy.depth_weight:
-            depth = values["depth"]
-            rank -= self.policy.depth_weight * np.where(depth == NO_DEPTH, 0, depth)
-        return rank
 
     def _better_than_worst(self, keys: np.ndarray, rank: np.ndarray) -> np.ndarray:
         worst_rank, worst_key = self.rank[-1], self.keys[-1]
         return (rank > worst_rank) | ((rank == worst_rank) & (keys < worst_key))
 
-    def offer(self, keys: np.ndarray, values: np.ndarray, rank: np.ndarray | None = None) -> None:
+    def offer(self, keys: np.ndarray, values: np.ndarray, rank: np.ndarray) -> None:
         """Merge candidates in. O(c log c) for c candidates that can still make it."""
         max_urls = self.policy.max_urls
         if len(keys) == 0 or max_urls <= 0:
             return
-        if rank is None:
-            rank = self._rank(values)
         if len(self.keys) >= max_urls:
             better = self._better_than_worst(keys, rank)
             if not better.any():
@@ -476,6 +473,36 @@ class _DueSelector:
         order = np.lexsort((keys, -rank))[:max_urls]
         self.keys, self.values, self.rank = keys[order], take(values, order), rank[order]
 
+
+class _DueSelector:
+    """Best ``max_urls`` due records by (rank desc, key asc), at most ``per_host`` per host,
+    rank being ``score - depth_weight x depth`` (a revisit's plus how many intervals late it
+    is, with ``refresh_share``). Exact and incremental: memory O(max_urls + one chunk). With
+    ``mark_queued``, a host's QUEUED records count against its ``per_host`` too: they are
+    counted during the scan and the candidates trimmed at the end (so a selection may hold
+    fewer than ``max_urls`` when candidates of full hosts were kept over others)."""
+
+    def __init__(self, policy: DuePolicy) -> None:
+        self.policy = policy
+        self._new = _Pool(policy)
+        self._revisits = _Pool(policy) if policy.refresh_share > 0 else self._new
+        self.keys = _EMPTY_KEYS
+        self.values = np.empty(0, dtype=RECORD)
+        #: Due records offered (selected or not).
+        self.due = 0
+        self.full = False
+        self.revisits = 0
+        #: The earliest next fetch time of the records offered and not due yet.
+        self.next_due_ms: int | None = None
+        self._queued_hosts: list[np.ndarray] = []
+
+    def _rank(self, values: np.ndarray) -> np.ndarray:
+        rank = values["score"].astype(np.float64)
+        if self.policy.depth_weight:
+            depth = values["depth"]
+            rank -= self.policy.depth_weight * np.where(depth == NO_DEPTH, 0, depth)
+        return rank
+
     def offer_due(self, keys: np.ndarray, values: np.ndarray, now_ms: int) -> None:
         """Offer the records of a chunk that are due at ``now_ms``: UNFETCHED or an outcome,
         next fetch time reached, not leased, score at least the policy's minimum."""
@@ -484,44 +511,77 @@ class _DueSelector:
             queued = status == DrumStatus.QUEUED
             if queued.any():
                 self._queued_hosts.append(values["host"][queued])
-        due = (
-            (status >= DrumStatus.UNFETCHED)
-            & (values["next_fetch_ms"] <= now_ms)
-            & (values["leased_until_ms"] <= now_ms)
-            & (values["score"] >= self.policy.min_score)
-        )
+        next_fetch = values["next_fetch_ms"]
+        candidate = (status >= DrumStatus.UNFETCHED) & (values["score"] >= self.policy.min_score)
+        due = candidate & (next_fetch <= now_ms) & (values["leased_until_ms"] <= now_ms)
+        later = candidate & (next_fetch > now_ms) & (next_fetch != NEVER)
+        if later.any():
+            soonest = int(next_fetch[later].min())
+            if self.next_due_ms is None or soonest < self.next_due_ms:
+                self.next_due_ms = soonest
         count = int(np.count_nonzero(due))
         if not count:
             return
         self.due += count
         keys, values = keys[due], select(values, due)
         rank = self._rank(values)
-        if len(self.keys) >= self.policy.max_urls:  # cheap test first: can any make it?
-            better = self._better_than_worst(keys, rank)
-            if not better.any():
-                return
-            keys, values, rank = keys[better], select(values, better), rank[better]
-        self.offer(keys, values, rank)
+        if self._revisits is self._new:
+            self._new.offer(keys, values, rank)
+            return
+        revisit = values["status"] != DrumStatus.UNFETCHED
+        fresh = ~revisit
+        if fresh.any():
+            self._new.offer(keys[fresh], select(values, fresh), rank[fresh])
+        if revisit.any():
+            values = select(values, revisit)
+            late_ms = (now_ms - values["next_fetch_ms"]).astype(np.float64)
+            interval_ms = np.maximum(values["interval_s"].astype(np.float64), 1.0) * 1000
+            self._revisits.offer(keys[revisit], values, rank[revisit] + late_ms / interval_ms)
+
+    def _shares(self) -> tuple[int, int]:
+        """How many of the best revisits and of the best new URLs the selection takes."""
+        total = self.policy.max_urls
+        revisits, new = len(self._revisits.keys), len(self._new.keys)
+        quota = int(total * self.policy.refresh_share)
+        take_revisits = min(revisits, max(quota, total - new))
+        return take_revisits, min(new, total - take_revisits)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """The selection, best first."""
-        self.full = len(self.keys) >= self.policy.max_urls > 0
-        if self._queued_hosts and len(self.keys):
+        """The selection (revisits first with ``refresh_share``, each kind best first)."""
+        if self._revisits is self._new:
+            keys, values = self._new.keys, self._new.values
+            self.revisits = int(np.count_nonzero(values["status"] != DrumStatus.UNFETCHED))
+            self.full = len(keys) >= self.policy.max_urls > 0
+        else:
+            take_revisits, take_new = self._shares()
+            keys = np.concatenate((self._revisits.keys[:take_revisits],
+                                   self._new.keys[:take_new]))
+            values = concat([self._revisits.values[:take_revisits], self._new.values[:take_new]])
+            self.revisits = take_revisits
+            self.full = len(keys) >= self.policy.max_urls > 0
+            if self.policy.per_host > 0 and len(keys):
+                # Each kind kept per_host of a host: together, the first per_host of it.
+                hosts = values["host"]
+                within = _rank_within(hosts, np.lexsort((np.arange(len(keys)), hosts)))
+                keep = (within < self.policy.per_host) | (hosts == 0)
+                keys, values = keys[keep], select(values, keep)
+                self.revisits = int(np.count_nonzero(keep[:take_revisits]))
+        if self._queued_hosts and len(keys):
             queued_hosts, queued = np.unique(
                 np.concatenate(self._queued_hosts), return_counts=True
             )
-            hosts = self.values["host"]
+            hosts = values["host"]
             where = np.searchsorted(queued_hosts, hosts)
             where = np.minimum(where, len(queued_hosts) - 1)
             already = np.where(queued_hosts[where] == hosts, queued[where], 0)
-            order = np.lexsort((self.keys, -self.rank, hosts))
-            within = _rank_within(hosts, order)
+            within = _rank_within(hosts, np.lexsort((np.arange(len(keys)), hosts)))
             keep = (within + already < self.policy.per_host) | (hosts == 0)
-            self.keys, self.values, self.rank = (
-                self.keys[keep], select(self.values, keep), self.rank[keep]
-            )
+            revisit = values["status"] != DrumStatus.UNFETCHED
+            keys, values = keys[keep], select(values, keep)
+            self.revisits = int(np.count_nonzero(keep & revisit))
             self._queued_hosts = []
-        return self.keys, self.values
+        self.keys, self.values = keys, values
+        return keys, values
 
 
 class Drum:
@@ -1376,6 +1436,8 @@ class _MergeState:
             lease_until,
             remaining=selector.due - len(due_keys),
             full=selector.full,
+            next_due_ms=selector.next_due_ms,
+            revisits=selector.revisits,
         )
         self._lap("major.read_due_payloads")
         return MergeResult(

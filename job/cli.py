@@ -22,6 +22,7 @@ _OPTION_KEYS = {
     "out": "crawl.output_dir",
     "max_pages": "crawl.max_pages",
     "idle_seconds": "crawl.idle_seconds",
+    "max_seconds": "crawl.max_seconds",
     "parallelism": "crawl.parallelism",
     "delay": "politeness.delay_seconds",
     "proxy": "fetch.proxy",
@@ -37,6 +38,9 @@ def _add_crawl_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-pages", type=int, help="page budget (crawl.max_pages; 0: none)")
     parser.add_argument(
         "--idle-seconds", type=float, help="stop after this long idle (crawl.idle_seconds)"
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, help="stop after this long (crawl.max_seconds; 0: never)"
     )
     parser.add_argument("--parallelism", type=int, help="Flink parallelism (crawl.parallelism)")
     parser.add_argument(

@@ -157,13 +157,17 @@ def _rest_address(layout: OutputLayout) -> str:
 
 
 def _progress_line(elapsed: float, figures: CrawlFigures, rate: float) -> str:
-    return (
+    line = (
         f"[{elapsed:7.1f}s] pages {figures.pages:>7} ({rate:6.1f}/s)  "
         f"queued {int(figures.gauge('fetch.queued')):>7}  "
         f"in flight {int(figures.gauge('fetch.in_flight')):>4}  "
         f"hosts active {int(figures.gauge('fetch.hosts_active')):>5}  "
         f"known {int(figures.gauge('crawldb.known')):>8}"
     )
+    refetched = figures.counter("process.fetches.refresh")
+    if refetched:
+        line += f"  refetched {refetched:>7}"
+    return line
 
 
 @dataclasses.dataclass
@@ -183,9 +187,15 @@ def _stop_reason(
     max_pages: int,
     quiet_seconds: float,
     idle_seconds: float,
+    elapsed_seconds: float = 0.0,
+    max_seconds: float = 0.0,
 ) -> str | None:
+    """Why the crawl should stop now, or None. ``idle_seconds`` 0 never judges it idle (a
+    continuous crawl: its URLs come due again)."""
     if budget.limited and quiet_seconds >= BUDGET_QUIET_SECONDS and budget.claimed() >= max_pages:
         return "page budget reached"
+    if max_seconds and elapsed_seconds >= max_seconds:
+        return "time limit reached"
     if is_idle(figures, quiet_seconds, idle_seconds):
         return "idle"
     return None
@@ -362,6 +372,8 @@ def run_local_crawl(
     summary.urls_rejected.update(figures.with_prefix("crawldb.urls.rejected."))
     summary.urls_waiting = int(figures.gauge("crawldb.pending"))
     summary.revisits = figures.counter("process.warc.revisits")
+    summary.refetches = figures.counter("process.fetches.refresh")
+    summary.not_modified = figures.counter("process.warc.not_modified")
     summary.near_duplicates = figures.counter("neardup.pages.near_duplicate")
     summary.warc_files = sorted(str(p) for p in layout.warc.glob("*.warc.gz"))
     try:
@@ -444,7 +456,9 @@ def _watch(client: Any, config: Config, layout: OutputLayout, out: TextIO) -> tu
             budget,
             config.crawl.max_pages,
             quiet.quiet_for(figures, now),
-            config.crawl.idle_seconds,
+            0.0 if config.recrawl.enabled else config.crawl.idle_seconds,
+            now - watch.started,
+            config.crawl.max_seconds,
         )
         if reason:
             print(f"stopping: {reason}", file=out, flush=True)

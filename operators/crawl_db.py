@@ -56,6 +56,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._section = config.crawldb
         self._admission_section = config.admission
         self._priority = config.priority
+        self._recrawl = config.recrawl
         self._routing = config.politeness.fetch_routing
         self._vnodes = config.crawl.vnodes
         self._connect_to = config.fetch.connect_to_rules
@@ -175,6 +176,7 @@ class CrawlDbFunction(KeyedProcessFunction):
                     **dataclasses.asdict(self._admission_section),
                 ),
                 priority=self._priority,
+                recrawl=self._recrawl,
             )
             self._partitions[key] = partition
             self._status.count("journal.unreadable", partition.unreadable_journal_entries)

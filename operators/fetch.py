@@ -45,6 +45,7 @@ from crawl.layout import OutputLayout
 from crawl.model import FetchResult
 from crawl.politeness import DomainQuota, PolitenessGroups, poll_delay_ms
 from crawl.progress import RunningMean, StageStatus
+from crawl.recrawl import conditional_headers
 from crawl.robots import RobotsRecord
 from crawl.routing import group_of_key, host_of_key
 from crawl.scheduler import (
@@ -268,6 +269,7 @@ class FetchFunction(KeyedProcessFunction):
                     hop_spacing=self._hop_spacing,
                     max_bytes=self._max_bytes(order),
                     submitted=time.monotonic(),
+                    conditional=conditional_headers(order.recrawl),
                 )
             )
             self._lease_started[host] = state.lease_started_ms

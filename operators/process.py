@@ -120,6 +120,7 @@ class ProcessFunction(KeyedProcessFunction):
             captures=self._captures if config.warc.revisits else None,
             dedup_min_bytes=config.warc.revisit_min_bytes,
             near_duplicates=self._near_queries is not None and config.neardup.enabled,
+            recrawl=config.recrawl.enabled,
         )
         mirror_status(self._status, runtime_context, "process")
 

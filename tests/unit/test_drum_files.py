@@ -29,6 +29,8 @@ from drum import (
     referenced_files,
     url_keys,
 )
+from drum.files import _RUN_HEADER, _RUN_TRAILER, _TABLE, HEADER_SIZE, FileInfo
+from drum.record import RECORD, RECRAWL_FIELDS, record_dict
 from drum.store import decode_ops, pack_plan
 
 SMALL = DrumConfig(buffer_ops=50, block_records=8, max_deltas=3, fsync=False)
@@ -147,6 +149,64 @@ def test_manifest_refuses_other_versions_and_garbage() -> None:
         Manifest.from_bytes(b"{nope")
     with pytest.raises(DrumManifestError, match="malformed"):
         Manifest.from_json({**good, "main": [1]})
+
+
+def _as_layout_2(path: Path) -> FileInfo:
+    """Rewrite a run file as layout version 2 wrote it (64-byte records: the first 64 bytes
+    of each current record) and return what a manifest records of it."""
+    data = path.read_bytes()
+    magic, fmt, _, kind, size, block_records, reserved = _RUN_HEADER.unpack_from(data)
+    table_offset, blocks, records, _ = _RUN_TRAILER.unpack_from(data, len(data) - 48)
+    table = np.frombuffer(data, _TABLE, blocks, table_offset).copy()
+    head = _RUN_HEADER.pack(magic, fmt, 2, kind, 64, block_records, reserved)
+    out = bytearray(head + checksum(head).to_bytes(8, "little"))
+    for entry in table:
+        count = int(entry["count"])
+        at = int(entry["offset"])
+        keys = data[at : at + 8 * count]
+        values = np.frombuffer(data, np.uint8, count * size, at + 8 * count).reshape(count, size)
+        narrow = values[:, :64].tobytes()
+        entry["offset"] = len(out)
+        entry["values_sum"] = checksum(narrow)
+        out += keys + narrow
+    table_bytes = table.tobytes()
+    new_offset = len(out)
+    out += table_bytes
+    trailer = _RUN_TRAILER.pack(new_offset, blocks, records, checksum(table_bytes))
+    out += trailer + checksum(trailer).to_bytes(8, "little") + b"DRUMEND1"
+    path.write_bytes(bytes(out))
+    assert HEADER_SIZE == 32
+    return FileInfo(path.name, len(out), records, checksum(table_bytes))
+
+
+def test_a_crawl_db_of_layout_2_is_read_and_carried_on(drum: Drum) -> None:
+    """The files of a crawl begun before the recrawl fields existed: each record reads as its
+    version 2 fields with no recrawl state, and merges go on writing the current layout."""
+    before = {int(k): record_dict(v) for keys, values, _ in drum.items() for k, v in
+              zip(keys, values, strict=True)}
+    manifest = drum.manifest.to_json()
+    drum.close()
+    directory = Path(drum.directory)
+    for name in ("main", "deltas", "archives"):
+        entries = manifest[name] if name != "main" else [manifest["main"]]
+        converted = [_as_layout_2(directory / entry[0]).to_json() for entry in entries if entry]
+        manifest[name] = converted if name != "main" else converted[0]
+    manifest["layout"] = 2
+    old = Drum.restore(str(directory), json.dumps(manifest).encode(), (), SMALL)
+    after = {int(k): record_dict(v) for keys, values, _ in old.items() for k, v in
+             zip(keys, values, strict=True)}
+    assert after.keys() == before.keys()
+    for key, record in after.items():
+        assert all(record[field] in (0, b"") for field in RECRAWL_FIELDS)
+        assert {f: record[f] for f in RECORD.names[:16]} == {
+            f: before[key][f] for f in RECORD.names[:16]
+        }
+    fill(old, 200, 30)
+    old.merge(now_ms=4_000, major=True)
+    checks = old.check(url_keys(urls(0, 140) + urls(200, 30)), now_ms=5_000)
+    checks += [old.merge(now_ms=5_000)]
+    assert all(result.checks.seen.all() for result in checks if len(result.checks.keys))
+    old.close()
 
 
 def test_manifest_size_mismatch_is_refused(drum: Drum) -> None:

@@ -70,6 +70,24 @@ def test_flink_crawler_rules() -> None:
     assert record_dict(combine(a, neutral(1))[0]) == record_dict(a[0])
 
 
+def test_a_queued_mark_never_hides_the_recrawl_fields() -> None:
+    fetched = outcomes(1, status=DrumStatus.FETCHED, at_ms=40_000, next_fetch_ms=99_000)
+    fetched["recrawl_s"], fetched["interval_s"], fetched["digest"] = 40, 59, 1234
+    fetched["etag"], fetched["etag_info"] = b"abc", 3
+    queued = neutral(1)
+    queued["status"], queued["status_ms"] = DrumStatus.QUEUED, 50_000
+    hint = discoveries(1, now_ms=45_000, interval_s=3600)
+    for merged in (combine(combine(fetched, queued), hint), combine(fetched, combine(queued,
+                                                                                      hint))):
+        m = record_dict(merged[0])
+        assert m["status"] == DrumStatus.QUEUED
+        assert (m["recrawl_s"], m["interval_s"], m["digest"], m["etag"]) == (40, 59, 1234,
+                                                                            b"abc")
+    # Without a fetch outcome, the least interval hint of the discoveries.
+    m = record_dict(combine(discoveries(1, now_ms=1, interval_s=600), hint)[0])
+    assert (m["recrawl_s"], m["interval_s"]) == (0, 600)
+
+
 def _record(draw) -> dict:
     kind = draw(st.sampled_from(["none", "disc", "out"]))
     if kind == "none":
@@ -86,6 +104,16 @@ def _record(draw) -> dict:
                      next_fetch_ms=draw(st.sampled_from([NEVER, 150])),
                      host=draw(st.sampled_from([0, 7])))
     r["flags"] = draw(st.integers(0, 3))
+    if kind == "disc":
+        r["interval_s"] = draw(st.sampled_from([0, 0, 60, 3600]))
+    elif kind == "out" and draw(st.booleans()):
+        # The recrawl fields of a fetch outcome (the QUEUED mark has none).
+        r["recrawl_s"] = draw(st.integers(1, 9))
+        r["interval_s"] = draw(st.integers(1, 999))
+        r["digest"] = draw(st.integers(0, (1 << 64) - 1))
+        r["visits"] = draw(st.integers(0, 255))
+        r["etag"] = draw(st.binary(max_size=32)).rstrip(b"\0")
+        r["etag_info"] = len(r["etag"][0])
     if draw(st.booleans()):
         r["payload_pos"] = draw(st.integers(0, 1 << 40))
         r["payload_len"] = draw(st.integers(1, 99))

@@ -367,5 +367,5 @@ DrumMachine.TestCase.settings = settings(
 TestDrumStateful = DrumMachine.TestCase
 
 
-def test_record_dtype_is_64_bytes() -> None:
-    assert RECORD.itemsize == 64
+def test_record_dtype_is_128_bytes() -> None:
+    assert RECORD.itemsize == 128
