@@ -43,9 +43,13 @@ Answers come in bulk, when a merge runs: when the buffer is full, or at the late
 The payload stored with a URL's key is ``url \\n hops \\n via`` (the discovery path and the
 referring URL), so the frontier gets what the crawl log needs from the DRUM's answer alone.
 
-Policies for now: URLs are due once (revisits come with the continuous crawl); a major merge
-moves URLs done for good (an outcome, never due again) to archived sets, where they stay
-"seen".
+**Revisits** (``recrawl.enabled``, :mod:`crawl.recrawl`): a done event carries the recrawl
+state its URL was fetched with and what the fetch saw; the schedule computes the URL's next
+fetch time and new state, which go into the outcome record. A release takes due revisits with
+new URLs (within ``recrawl.refresh_share``, most overdue first) and hands each out with its
+state; the partition wakes itself when the earliest URL comes due. Without recrawl every
+outcome is final. A major merge moves URLs done for good (an outcome never due again: fetched
+without recrawl, retired, rejected) to archived sets, where they stay "seen".
 
 Checkpoint consistency (``../DESIGN.md``): after every call the operator stores
 :meth:`CrawlDbPartition.take_state` in keyed state: the manifest (which immutable files make
@@ -66,7 +70,14 @@ import numpy as np
 
 from crawl.admission import Admission
 from crawl.config import CrawlDbSection, PrioritySection, RecrawlSection
-from crawl.loop import DoneEvent, LoopRecordError, NearMark, Rescore, parse_record
+from crawl.loop import (
+    DoneEvent,
+    IntervalHint,
+    LoopRecordError,
+    NearMark,
+    Rescore,
+    parse_record,
+)
 from crawl.priority import ScorePolicy, rank
 from crawl.recrawl import RecrawlSchedule, Revisit, states_of_records, store_states
 from crawl.status import Status
@@ -303,6 +314,7 @@ class CrawlDbPartition:
         self._found: list[tuple[str, str, str]] = []
         self._found_at: list[int] = []  # arrival time of each found URL (0: replayed)
         self._found_weight: list[float] = []  # 1 for a link found, another for a rescore
+        self._found_hint: list[int] = []  # a recrawl interval hint (s; 0: none)
         self._done: list[DoneEvent] = []
         # Order of the pending operations: True for a found URL, False for a done event.
         self._order: list[bool] = []
@@ -314,7 +326,7 @@ class CrawlDbPartition:
             except LoopRecordError:
                 self.unreadable_journal_entries += 1
                 continue
-            self._append(record.found, record.done, 0, record.rescore, record.near)
+            self._append(record.found, record.done, 0, record.rescore, record.near, record.hint)
 
     # ------------------------------------------------------------------ figures
 
@@ -362,13 +374,14 @@ class CrawlDbPartition:
         now_ms: int,
         rescore: Sequence[Rescore] = (),
         near: Sequence[NearMark] = (),
+        hints: Sequence[IntervalHint] = (),
     ) -> Answer:
-        """Take the found URLs, done events, rescores and near-duplicate marks of one loop
-        record; when the pending operations reach ``buffer_ops``, merge them all and deliver
-        the answers."""
+        """Take the found URLs (with their recrawl interval ``hints``), done events, rescores
+        and near-duplicate marks of one loop record; when the pending operations reach
+        ``buffer_ops``, merge them all and deliver the answers."""
         if self._admission is not None and found:
             self._admission.saw_links(found)
-        self._append(found, done, now_ms, rescore, near)
+        self._append(found, done, now_ms, rescore, near, hints)
         if len(self._order) >= self._buffer_ops:
             return self.flush(now_ms)
         return Answer()
@@ -390,7 +403,7 @@ class CrawlDbPartition:
                     self._release_ms, int(spent_ms / self._release_share)
                 )
         self._found, self._found_at, self._done, self._order = [], [], [], []
-        self._found_weight = []
+        self._found_weight, self._found_hint = [], []
         self._merged = True
         self._deliver(results, now_ms, answer)
         return answer
@@ -426,6 +439,7 @@ class CrawlDbPartition:
         now_ms: int,
         rescore: Sequence[Rescore] = (),
         near: Sequence[NearMark] = (),
+        hints: Sequence[IntervalHint] = (),
     ) -> None:
         # A loop record's outcomes come before its links (a page's own outcome first).
         done = list(done) + [(url, _NEAR, distance, of, now_ms) for url, of, distance in near]
@@ -436,6 +450,12 @@ class CrawlDbPartition:
         self._found_at.extend([now_ms] * count)
         self._found_weight.extend([1.0] * len(found))
         self._found_weight.extend(weight for _, _, _, weight in rescore)
+        if hints:
+            seconds = dict(hints)
+            self._found_hint.extend(min(seconds.get(url, 0), 0xFFFFFFFF) for url, _, _ in found)
+        else:
+            self._found_hint.extend([0] * len(found))
+        self._found_hint.extend([0] * len(rescore))
         self._order.extend([False] * len(done))
         self._order.extend([True] * count)
         self._ops_since_release += len(done) + count
@@ -455,8 +475,10 @@ class CrawlDbPartition:
                 batch_found = self._found[found_at : found_at + j - i]
                 arrived = self._found_at[found_at : found_at + j - i]
                 weights = self._found_weight[found_at : found_at + j - i]
+                hints = self._found_hint[found_at : found_at + j - i]
                 found_at += j - i
-                results += self._discoveries(batch_found, arrived, weights, now_ms, answer)
+                results += self._discoveries(batch_found, arrived, weights, hints, now_ms,
+                                             answer)
             else:
                 batch_done = self._done[done_at : done_at + j - i]
                 done_at += j - i
@@ -469,6 +491,7 @@ class CrawlDbPartition:
         found: Sequence[tuple[str, str, str]],
         arrived: Sequence[int],
         weights: Sequence[float],
+        hints: Sequence[int],
         now_ms: int,
         answer: Answer,
     ) -> list[MergeResult]:
@@ -483,7 +506,9 @@ class CrawlDbPartition:
         if rescored:
             score *= np.fromiter(weights, np.float32, n)
             answer.count("urls.rescored", rescored)
-        values = discoveries(n, now_ms=at, depth=depth, host=hosts, score=score)
+        interval = np.fromiter(hints, np.uint32, n) if self._schedule is not None else 0
+        values = discoveries(n, now_ms=at, depth=depth, host=hosts, score=score,
+                             interval_s=interval)
         payloads = [encode_payload(url, hops, via) for url, hops, via in found]
         answer.count("urls.found", n - rescored)
         return self._drum.check_update(url_keys(urls), values, payloads, now_ms=now_ms)

@@ -5,7 +5,8 @@ One loop line carries everything one page produced for one virtual node::
     <vnode> TAB {"i": id, "found": [[url, hops, via], ...],
                  "done": [[url, status, http, reason, ms(, revisit)], ...],
                  "rescore": [[url, hops, via, weight], ...],
-                 "near": [[url, original url, distance], ...]}
+                 "near": [[url, original url, distance], ...],
+                 "hint": [[url, seconds], ...]}
 
 ``rescore`` and ``near`` come from the near-duplicate stage (:mod:`crawl.near_judge`): a URL a
 near-duplicate page linked gets ``weight`` (negative) times what that link added to its score
@@ -15,6 +16,9 @@ capture is marked so in the crawl DB.
 A done event of a continuous crawl (``recrawl.enabled``) has a sixth item, the revisit: the
 recrawl state the URL was fetched with and what the fetch saw (:class:`crawl.recrawl.Revisit`,
 encoded), from which the crawl DB computes its next fetch time.
+
+``hint`` gives found URLs a recrawl interval hint (a sitemap's ``changefreq``), which a
+continuous crawl starts their schedule with.
 
 ``i`` makes every line unique (its producer's id and sequence number), which the loop janitor
 relies on (:mod:`crawl.loop_janitor`).
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DoneEvent",
     "FoundUrl",
+    "IntervalHint",
     "LoopRecord",
     "LoopRecordError",
     "NearMark",
@@ -70,6 +75,8 @@ DoneEvent = tuple[str, str, int, str, int] | tuple[str, str, int, str, int, dict
 Rescore = tuple[str, str, str, float]
 #: A page found a near-duplicate: (url, URL of the earlier capture, Hamming distance).
 NearMark = tuple[str, str, int]
+#: A found URL's recrawl interval hint: (url, seconds).
+IntervalHint = tuple[str, int]
 
 
 class LoopRecord(NamedTuple):
@@ -79,6 +86,7 @@ class LoopRecord(NamedTuple):
     done: list[DoneEvent]
     rescore: list[Rescore]
     near: list[NearMark]
+    hint: list[IntervalHint]
 
 
 class LoopRecordError(ValueError):
@@ -92,10 +100,12 @@ def encode_line(
     line_id: str = "",
     rescore: Iterable[Rescore] = (),
     near: Iterable[NearMark] = (),
+    hint: Iterable[IntervalHint] = (),
 ) -> str:
     """One loop line; empty lists (and an empty id) are left out."""
     payload: dict[str, Any] = {"i": line_id} if line_id else {}
-    for name, items in (("found", found), ("done", done), ("rescore", rescore), ("near", near)):
+    for name, items in (("found", found), ("done", done), ("rescore", rescore), ("near", near),
+                        ("hint", hint)):
         items = list(items)
         if items:
             payload[name] = items
@@ -131,9 +141,10 @@ def parse_record(payload: str) -> LoopRecord:
             for u, h, v, w in _items(data.get("rescore", []), 4)
         ]
         near = [(str(u), str(o), int(d)) for u, o, d in _items(data.get("near", []), 3)]
+        hint = [(str(u), max(0, int(s))) for u, s in _items(data.get("hint", []), 2)]
     except (ValueError, TypeError, AttributeError) as error:
         raise LoopRecordError(f"bad loop payload: {error}: {payload[:120]!r}") from None
-    return LoopRecord(found, done, rescore, near)
+    return LoopRecord(found, done, rescore, near, hint)
 
 
 def _finite(value: Any) -> float:

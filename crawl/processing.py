@@ -41,7 +41,14 @@ from crawl.near_judge import NearQuery
 from crawl.neardup import fingerprint as fingerprint_of
 from crawl.parse import LinkExtractor, ParsedLinks
 from crawl.progress import StageStatus
-from crawl.recrawl import Observation, RecrawlState, Revisit, digest64
+from crawl.recrawl import (
+    CHANGEFREQ_SECONDS,
+    Observation,
+    RecrawlState,
+    Revisit,
+    digest64,
+    is_refetch,
+)
 from crawl.scope import UrlPolicy
 from crawl.sitemaps import (
     SitemapEntry,
@@ -144,6 +151,8 @@ class PageProcessor:
         self._links = links if links is not None else LinkExtractor(normalizer=normalizer)
         self._near_duplicates = near_duplicates
         self._recrawl = recrawl
+        # Recrawl interval hints of the URLs the sitemap being read lists (changefreq).
+        self._hints: dict[str, int] = {}
         #: Queries for the near-duplicate stage (:class:`crawl.near_judge.NearQuery`, encoded)
         #: made by :meth:`process`; the caller takes them.
         self.near_queries: list[str] = []
@@ -151,6 +160,7 @@ class PageProcessor:
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
+        self._hints = {}
         status = self._status
         robots = result.hops.endswith(PREREQUISITE_HOP)
         page: ParsedLinks | None = None
@@ -205,7 +215,7 @@ class PageProcessor:
             return self._route(found, None, "") if found else []
         status.count(f"pages.{result.status.value}")
         # A continuous crawl's two rates: first fetches (discovery) and refetches (refresh).
-        status.count("fetches.refresh" if result.recrawl is not None else "fetches.discovery")
+        status.count("fetches.refresh" if is_refetch(result.recrawl) else "fetches.discovery")
         done: DoneEvent = (
             result.url,
             result.status.value,
@@ -247,12 +257,15 @@ class PageProcessor:
             groups.setdefault(own_vnode, [])
         if not groups:
             return []
+        hints = self._hints
         lines = [
             encode_line(
                 vnode,
                 found=group,
                 done=[done] if vnode == own_vnode else (),
                 line_id=self._next_line_id(),
+                hint=[(url, hints[url]) for url, _, _ in group if url in hints] if hints
+                else (),
             )
             for vnode, group in groups.items()
         ]
@@ -313,6 +326,8 @@ class PageProcessor:
             if result.hops == "S":  # named by a robots.txt (its via): that host too
                 hosts.add(_host(result.via))
             found += self._resolved(result.url, document.urls, result.hops + "M", hosts)
+            if self._recrawl:
+                self._hints = _changefreq_hints(self._normalizer, result.url, document.urls)
         return found
 
     def _resolved(
@@ -414,6 +429,20 @@ def metadata_fields(
             fields.append(("canonical", page.canonical))
     fields += [("outlink", f"{url} {hops[-1:] or '-'}") for url, hops, _ in found]
     return fields
+
+
+def _changefreq_hints(
+    normalizer: UrlNormalizer, base: str, entries: list[SitemapEntry]
+) -> dict[str, int]:
+    """The recrawl interval hints (seconds) of a sitemap's entries that give a changefreq."""
+    hints = {}
+    for entry in entries:
+        if entry.changefreq in CHANGEFREQ_SECONDS:
+            try:
+                hints[normalizer.resolve(base, entry.url)] = CHANGEFREQ_SECONDS[entry.changefreq]
+            except UrlError:
+                continue
+    return hints
 
 
 def _last_capture(result: FetchResult) -> Capture | None:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from crawl.config import RecrawlSection
 
 __all__ = [
+    "CHANGEFREQ_SECONDS",
     "Observation",
     "Override",
     "RecrawlSchedule",
@@ -58,6 +59,7 @@ __all__ = [
     "Revisit",
     "conditional_headers",
     "digest64",
+    "is_refetch",
     "format_http_date",
     "parse_etag",
     "parse_http_date",
@@ -437,6 +439,12 @@ def conditional_headers(encoded: list | None) -> list[tuple[str, str]]:
         return RecrawlState.decode(encoded).conditional_headers()
     except (ValueError, TypeError):
         return []
+
+
+def is_refetch(encoded: list | None) -> bool:
+    """Whether an encoded state the frontier holds is that of a URL fetched before (not a
+    first fetch, which may carry an interval hint)."""
+    return bool(encoded) and isinstance(encoded[0], int) and encoded[0] > 0
 
 
 def states_of_records(values: np.ndarray) -> list[RecrawlState | None]:

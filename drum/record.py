@@ -178,6 +178,11 @@ MAX_ETAG_BYTES = 32
 _RAW = np.dtype(f"V{RECORD.itemsize}")
 
 
+# The record as its layout 2 part and its recrawl fields (bytes 64 to 128).
+_HALVES = np.dtype([("core", "V64"), ("recrawl", "V64")])
+assert RECORD.fields["recrawl_s"][1] == 64 and RECORD.itemsize == _HALVES.itemsize
+
+
 def upgrade(data: bytes | memoryview, layout: int) -> np.ndarray:
     """Records of an earlier ``layout`` (:data:`READABLE_LAYOUTS`) as current records. O(n)."""
     if layout == LAYOUT_VERSION:
@@ -438,9 +443,8 @@ def _fold(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarr
         )
     else:  # (the common case: discoveries only) each group's last record
         keeper = starts + sizes - 1
-    kept = take(values, keeper)
-    for field in RECRAWL_FIELDS:
-        out[field] = kept[field]
+    # The recrawl fields are the record's second half: copied as one block.
+    out.view(_HALVES)["recrawl"] = take(values, keeper).view(_HALVES)["recrawl"]
     hints = values["interval_s"].astype(np.int64)
     least_hint = np.minimum.reduceat(np.where(hints > 0, hints, 1 << 32), starts)
     no_holder = newest == 0

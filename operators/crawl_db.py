@@ -130,7 +130,8 @@ class CrawlDbFunction(KeyedProcessFunction):
         key = ctx.get_current_key()
         partition = self._partition(key)
         now = ctx.timer_service().current_processing_time()
-        answer = partition.apply(record.found, record.done, now, record.rescore, record.near)
+        answer = partition.apply(record.found, record.done, now, record.rescore, record.near,
+                                 record.hint)
         self._store(partition, payload)
         self._schedule(key, partition, now, ctx)
         yield from self._emit(answer, began)

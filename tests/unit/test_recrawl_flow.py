@@ -241,3 +241,37 @@ def test_a_changed_page_reports_its_digest_and_validators(tmp_path: Path) -> Non
     assert observation.etag == '"v2"'
     assert observation.last_modified == "Tue, 14 Nov 2023 22:13:20 GMT"
     warc.close()
+
+
+def test_a_sitemaps_changefreq_starts_a_urls_schedule(tmp_path: Path, directory: str) -> None:
+    from crawl.config import SitemapsSection
+
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    processor = PageProcessor(warc, log, 256, status, producer_id="0.h", recrawl=True,
+                              sitemaps=SitemapsSection())
+    body = (b"<urlset><url><loc>http://a.test/news</loc><changefreq>hourly</changefreq></url>"
+            b"<url><loc>http://a.test/about</loc></url></urlset>")
+    sitemap = FetchResult(url="http://a.test/sitemap.xml", status=Status.FETCHED, reason="",
+                          http_status=200, body=body, started_ms=T0, hops="S",
+                          via="http://a.test/robots.txt",
+                          response_headers=[("Content-Type", "application/xml")])
+    (line,) = processor.process(sitemap)
+    record = parse_record(decode_line(line)[1])
+    assert record.hint == [("http://a.test/news", 3600)]
+    warc.close()
+    # The crawl DB keeps the hint with the URL and hands it out with its first fetch...
+    db = CrawlDbPartition(directory, SECTION, priority=PRIORITY, recrawl=RECRAWL)
+    db.apply(record.found, record.done, T0, hints=record.hint)
+    items = {item[0]: item for item in _items(db.flush(T0 + 1))}
+    assert len(items["http://a.test/about"]) == 5
+    hinted = RecrawlState.decode(items["http://a.test/news"][5])
+    assert (hinted.interval_s, hinted.fetched) == (3600, False)
+    assert hinted.conditional_headers() == []
+    # ...whose outcome starts the schedule with it (within the bounds: at most an hour here).
+    from crawl.recrawl import Observation, RecrawlSchedule
+
+    new, next_ms, what = RecrawlSchedule(RECRAWL).after(
+        "http://a.test/news", "FETCHED", 200, "", T0 + 5, Revisit(hinted, Observation(3)))
+    assert (what, new.interval_s, next_ms) == ("first", 3600, T0 + 5 + 3_600_000)
