@@ -180,7 +180,8 @@ _RAW = np.dtype(f"V{RECORD.itemsize}")
 
 # The record as its layout 2 part and its recrawl fields (bytes 64 to 128).
 _HALVES = np.dtype([("core", "V64"), ("recrawl", "V64")])
-assert RECORD.fields["recrawl_s"][1] == 64 and RECORD.itemsize == _HALVES.itemsize
+if RECORD.fields["recrawl_s"][1] != 64 or RECORD.itemsize != _HALVES.itemsize:
+    raise AssertionError("the recrawl fields of RECORD must be its second 64 bytes")
 
 
 def upgrade(data: bytes | memoryview, layout: int) -> np.ndarray:

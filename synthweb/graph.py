@@ -40,8 +40,10 @@ import html
 import json
 import posixpath
 import random
+import time
 from collections.abc import Iterable
 
+from synthweb import changing as changing_web
 from synthweb import hostile, neardup, policy
 from synthweb import sitemaps as sitemap_web
 from synthweb.robots import (
@@ -180,6 +182,26 @@ class WebConfig:
     #: Decoys of each group: pages with the boilerplate of its copies' hosts and another article.
     near_duplicate_decoys_per_group: int = 2
 
+    # -- the changing-web profile (synthweb.changing) -----------------------------------------
+
+    #: Pages change at known rates, answers carry validators and honour conditional GETs, and
+    #: ``gone_pages`` pages go away.
+    changing: bool = False
+    #: Shares of the plain HTML pages that never change and that change slowly (the rest
+    #: change fast), and the seconds between their versions.
+    change_static_share: float = 0.4
+    change_slow_share: float = 0.3
+    change_slow_period: float = 60.0
+    change_fast_period: float = 4.0
+    #: The clock's origin of every page's versions (seconds since the epoch).
+    change_epoch: float = 0.0
+    #: Shares of the hosts that send Last-Modified only, and neither validator.
+    change_no_etag_host_share: float = 0.2
+    change_no_validator_host_share: float = 0.1
+    #: Pages that answer 404 or 410 from ``change_epoch + gone_after`` seconds on.
+    gone_pages: int = 4
+    gone_after: float = 20.0
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
@@ -235,9 +257,16 @@ class WebConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
                 raise ValueError(f"WebConfig.{name} must be an integer >= {least}, got {value!r}")
-        for name in ("hostile_trickle_seconds", "hostile_robots_stall_seconds"):
+        for name in ("hostile_trickle_seconds", "hostile_robots_stall_seconds",
+                     "change_slow_period", "change_fast_period"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"WebConfig.{name} must be positive, got {getattr(self, name)!r}")
+        if self.change_static_share + self.change_slow_share > 1.0:
+            raise ValueError("WebConfig change class shares add up to more than 1")
+        if self.change_no_etag_host_share + self.change_no_validator_host_share > 1.0:
+            raise ValueError("WebConfig validator host shares add up to more than 1")
+        if not isinstance(self.gone_pages, int) or self.gone_pages < 0 or self.gone_after < 0:
+            raise ValueError("WebConfig.gone_pages and gone_after must be >= 0")
 
     @property
     def url_policy_on(self) -> bool:
@@ -275,6 +304,14 @@ class WebConfig:
             "near_duplicate_group_size": 4,
             "near_duplicate_decoys_per_group": 2,
         }
+        profile.update(changes)
+        return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
+
+    def with_changing_profile(self, **changes: object) -> WebConfig:
+        """This configuration with the changing-web profile on (:mod:`synthweb.changing`):
+        versions from now on (``change_epoch``: the current time); ``changes`` override its
+        fields."""
+        profile: dict[str, object] = {"changing": True, "change_epoch": float(int(time.time()))}
         profile.update(changes)
         return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
 
@@ -486,6 +523,8 @@ class SyntheticWeb:
         self._popular: tuple[str, ...] = ()
         self._in_links: dict[str, int] | None = None
         self._near_duplicates = self._place_near_duplicates()
+        #: The changing-web profile's model, when it is on.
+        self.changing = changing_web.ChangingWeb(self) if self.config.changing else None
 
     # -- hosts and robots.txt ---------------------------------------------------------------
 

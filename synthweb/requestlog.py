@@ -9,7 +9,9 @@ before a trickled or stalled one was finished: ``end`` is then when the connecti
 With the hostile profile (:mod:`synthweb.hostile`) a line may also have ``retry_at`` (epoch
 seconds named by the ``Retry-After`` sent: the client must not come back to the host before)
 and ``fault`` (the misbehaviour served: ``trickle``, ``reset``, ``stall``, ``private-address``
-...). Requests to the server's own address (control and info pages) are not logged.
+...). A conditional request's line has ``inm`` and ``ims``: the ``If-None-Match`` and
+``If-Modified-Since`` values it sent. Requests to the server's own address (control and info
+pages) are not logged.
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ class RequestRecord:
     aborted: bool = False
     retry_at: float | None = None
     fault: str = ""
+    inm: str | None = None
+    ims: str | None = None
+
+    @property
+    def conditional(self) -> bool:
+        """Whether the request carried a validator (If-None-Match or If-Modified-Since)."""
+        return self.inm is not None or self.ims is not None
 
     @property
     def url(self) -> str:
@@ -88,6 +97,8 @@ class RequestLogWriter:
         aborted: bool = False,
         retry_at: float | None = None,
         fault: str = "",
+        if_none_match: str | None = None,
+        if_modified_since: str | None = None,
     ) -> None:
         """Buffer one record."""
         record = {
@@ -106,6 +117,10 @@ class RequestLogWriter:
             record["retry_at"] = retry_at
         if fault:
             record["fault"] = fault
+        if if_none_match is not None:
+            record["inm"] = if_none_match
+        if if_modified_since is not None:
+            record["ims"] = if_modified_since
         self._lines.append(json.dumps(record, ensure_ascii=False))
 
     def flush(self) -> None:

@@ -77,6 +77,8 @@ class _Request:
     accept_gzip: bool
     #: Addressed to the server itself (control pages), not to a synthetic host.
     control: bool
+    #: The conditional request headers (lower-case names), if any.
+    conditional: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class _BadRequest(Exception):
@@ -163,7 +165,14 @@ class SyntheticWebService:
             answer = self._hostile(request)
             if answer is not None:
                 return answer
-        return self.web.respond(request.host, request.path, accept_gzip=request.accept_gzip)
+        answer = self.web.respond(request.host, request.path, accept_gzip=request.accept_gzip)
+        changing = self.web.changing
+        if changing is not None:
+            answer = changing.respond(
+                answer, f"http://{request.host}{request.path}", request.start,
+                request.conditional, request.accept_gzip,
+            )
+        return answer
 
     def _hostile(self, request: _Request) -> Response | hostile.Special | None:
         """The answers of the hostile profile that need state or streaming; None: the model's."""
@@ -337,6 +346,10 @@ class _HttpProtocol(asyncio.Protocol):
             http10=http10,
             accept_gzip="gzip" in headers.get("accept-encoding", "").lower(),
             control=control,
+            conditional={
+                name: headers[name] for name in ("if-none-match", "if-modified-since")
+                if name in headers
+            },
         )
 
     # -- answering --------------------------------------------------------------------------
@@ -489,6 +502,8 @@ class _HttpProtocol(asyncio.Protocol):
                 aborted=aborted,
                 retry_at=retry_at,
                 fault=fault,
+                if_none_match=request.conditional.get("if-none-match"),
+                if_modified_since=request.conditional.get("if-modified-since"),
             )
 
     def _reject(self, status: int, message: str) -> None:

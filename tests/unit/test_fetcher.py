@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from crawl.config import FetchSection, UserAgentSection
-from crawl.fetcher import HttpFetcher, IoLoop, status_for_http
+from crawl.fetcher import NOT_MODIFIED, HttpFetcher, IoLoop, status_for_http
 from crawl.model import FetchResult
 from crawl.status import Status
 from synthweb import PageKind, SyntheticWebServer, WebConfig
@@ -145,6 +145,36 @@ def test_robots_fetch_follows_redirects(server: SyntheticWebServer, io: IoLoop) 
 )
 def test_status_for_http(http_status: int, location: str | None, expected: tuple) -> None:
     assert status_for_http(http_status, location) == expected
+
+
+def test_a_304_is_fetched_not_modified_only_for_a_conditional_request() -> None:
+    assert status_for_http(304, None, conditional=True) == (Status.FETCHED, NOT_MODIFIED)
+    assert status_for_http(304, None) == (Status.HTTP_ERROR, "http:304")
+
+
+def test_a_revisit_is_a_conditional_get(io: IoLoop, tmp_path: Path) -> None:
+    config = WebConfig(seed=3, hosts=8, pages_per_host=10).with_changing_profile(gone_pages=0)
+    with SyntheticWebServer(config, tmp_path / "requests.jsonl") as changing_server:
+        web = changing_server.web
+        url = next(p.url for h in web.host_names() for p in web.pages(h)
+                   if (plan := web.changing.plan(p.url)) and plan.change_class == "static"
+                   and plan.etag)
+        first = _fetch(io, changing_server.proxy_url, url)
+        assert (first.status, first.http_status) == (Status.FETCHED, 200)
+        validators = [("If-None-Match", first.header("ETag")),
+                      ("If-Modified-Since", first.header("Last-Modified"))]
+        again = _fetch(io, changing_server.proxy_url, url, conditional=validators)
+        assert (again.status, again.reason, again.http_status) == (Status.FETCHED,
+                                                                  NOT_MODIFIED, 304)
+        assert again.body == b""
+        sent = {name.lower(): value for name, value in again.request_headers}
+        assert sent["if-none-match"] == first.header("ETag")
+        changed = _fetch(io, changing_server.proxy_url, url,
+                         conditional=[("If-None-Match", '"old"')])
+        assert changed.http_status == 200
+        records = changing_server.request_log()
+    assert [(r.status, r.conditional) for r in records] == [(200, False), (304, True),
+                                                            (200, True)]
 
 
 def test_io_loop_closes(tmp_path: Path) -> None:
