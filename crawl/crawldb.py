@@ -29,8 +29,9 @@ Operations, in the order the loop delivers them:
 **Releases** (``priority.enabled``). At most every ``priority.release_seconds`` (and no more
 often than keeps releases within ``release_max_share`` of the time: each is a pass over the
 whole DRUM, about 0.2 s a million URLs), when
-operations came since the last one, the merge is a major merge whose due selection
-(:class:`drum.DuePolicy` with ``mark_queued``) takes the best-ranked UNFETCHED URLs, at most
+operations came since the last one, the merge makes a due selection (a read-only pass over the
+folded DRUM runs, or a major merge's when one is due anyway; :class:`drum.DuePolicy` with
+``mark_queued``) that takes the best-ranked UNFETCHED URLs, at most
 ``release_batch``, and no more of a host than leave ``host_window`` of its URLs QUEUED; the
 selected records become QUEUED (a fetch outcome, newer, replaces that) and go to the frontier
 with their rank. URLs left wait for a later release: :attr:`CrawlDbPartition.pending` counts
@@ -396,7 +397,7 @@ class CrawlDbPartition:
         results = self._to_drum(now_ms, answer)
         if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
             began = time.perf_counter()
-            results.append(self._drum.merge(now_ms=now_ms, major=release))
+            results.append(self._drum.merge(now_ms=now_ms, select=release))
             if release:
                 spent_ms = (time.perf_counter() - began) * 1000
                 self._release_interval_ms = max(
@@ -610,6 +611,7 @@ class CrawlDbPartition:
             counted = result.due is not None
             answer.count("merges")
             answer.count("merges.major", int(result.major))
+            answer.count("merges.selections", int(result.due is not None and not result.major))
             answer.count("urls.archived", result.archived)
             answer.count("archives.compacted", int(result.compacted))
             answer.count("updates.on_archived", result.dropped_updates)

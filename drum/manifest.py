@@ -52,6 +52,10 @@ class Counters:
     payload_end: int = 0
     merges: int = 0
     major_merges: int = 0
+    #: Due selections made without a major merge (read-only passes).
+    selections: int = 0
+    #: Folds of the newest delta runs into one (size-tiered).
+    delta_folds: int = 0
     compactions: int = 0
     #: Payload files packed into larger ones.
     payload_packs: int = 0

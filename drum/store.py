@@ -7,6 +7,8 @@ Structure (all files immutable, listed by the :class:`~drum.manifest.Manifest`):
   (:meth:`Drum.take_journal`);
 * the **main run**: every live key with its full record, sorted by key;
 * **delta runs**: one per minor merge, the buffer's updates folded to one record per key;
+  the newest ``delta_fanout`` of one size class are folded into one (size-tiered, like the
+  payload files), so frequent small merges keep few runs without rewriting the main run;
 * **archived sets**: keys moved out of the main run because they will probably never be
   fetched (still "seen"); several are compacted into one when there are too many;
 * **the payload log**: the URLs of the keys each minor merge inserted, appended as one payload
@@ -25,8 +27,10 @@ O(B x 136 + new URL bytes) written for a buffer of B operations.
 A **major merge** (too many delta runs, deltas larger than ``major_ratio`` of the main run, or
 asked for) streams the main run and the deltas block by block, folds them with the merge rule,
 writes a new main run, moves records that the :class:`ArchivePolicy` gives up on into a new
-archived set, and selects the URLs due for fetching (:class:`DuePolicy`: by score, next fetch
-time, a per-host budget), which it leases (a small delta run) so they are not selected twice.
+archived set, and, when asked, selects the URLs due for fetching (:class:`DuePolicy`: by score,
+next fetch time, a per-host budget), which it leases (a small delta run) so they are not
+selected twice. A **due selection** asked for when no major merge is due makes the same
+selection in a read-only pass over the folded runs: only its lease is written.
 Its I/O is O(K x 136) bytes read and written; its memory is a few blocks per run plus the
 selection. With deltas allowed up to ``major_ratio`` x K records, each record is rewritten
 about 1 / major_ratio times per K updates: the amortised cost per operation is O(136 / ratio)
@@ -153,6 +157,11 @@ class DrumConfig:
     max_deltas: int = 16
     #: ...or when the delta records exceed this fraction of the main run's (or of buffer_ops).
     major_ratio: float = 1.0
+    #: Below that, the newest ``delta_fanout`` delta runs are folded into one when they are of
+    #: one size class (powers of the fanout times ``delta_base_records``): size-tiered, so
+    #: frequent small merges keep few runs without rewriting the main run.
+    delta_fanout: int = 4
+    delta_base_records: int = 4096
     #: Archived sets are compacted into one when there are more than this many.
     max_archives: int = 8
     #: Payload files are packed this many at a time, when they are of one size class...
@@ -173,6 +182,8 @@ class DrumConfig:
             raise ValueError("buffer_ops, block_records and max_deltas must be >= 1")
         if not 0 < self.major_ratio or self.max_archives < 1:
             raise ValueError("major_ratio must be > 0 and max_archives >= 1")
+        if self.delta_fanout < 2 or self.delta_base_records < 1:
+            raise ValueError("delta_fanout must be >= 2 and delta_base_records >= 1")
         if self.payload_pack_fanout < 2 or self.payload_pack_base_bytes < 1:
             raise ValueError("payload_pack_fanout must be >= 2 and payload_pack_base_bytes >= 1")
 
@@ -838,12 +849,13 @@ class Drum:
         keys = np.asarray(keys, dtype=np.uint64)
         return self._add(CHECK_UPDATE, keys, values, payloads, now_ms)
 
-    def merge(self, *, now_ms: int, major: bool = False) -> MergeResult:
+    def merge(self, *, now_ms: int, major: bool = False, select: bool = False) -> MergeResult:
         """Merge the buffer now (a minor merge; with an empty buffer no run or payload file is
-        written, only a new manifest); with
-        ``major``, then also a major merge (fold, archive, select due URLs). I/O: see the
-        module docstring."""
-        return self._merge(now_ms, force_major=major)
+        written, only a new manifest); with ``major``, then also a major merge (fold, archive,
+        select due URLs); with ``select``, then the due selection: a major merge's when one is
+        due anyway, else a read-only pass over the folded runs (:meth:`_MergeState.select`).
+        I/O: see the module docstring."""
+        return self._merge(now_ms, force_major=major, select=select)
 
     def _add(
         self,
@@ -931,7 +943,7 @@ class Drum:
     def _new_name(self, prefix: str, serial: int, index: int) -> str:
         return f"{prefix}-{serial:010x}-{os.urandom(4).hex()}-{index:x}.drum"
 
-    def _merge(self, now_ms: int, force_major: bool = False) -> MergeResult:
+    def _merge(self, now_ms: int, force_major: bool = False, select: bool = False) -> MergeResult:
         self._ensure_open()
         old = self.manifest
         serial = old.serial + 1
@@ -940,15 +952,17 @@ class Drum:
         try:
             state = _MergeState(self, old, serial, now_ms, written, opened)
             result = state.minor()
-            c = state.counters
             main_records = state.main_records()
-            if (
-                force_major
-                or len(state.deltas) >= self.config.max_deltas
-                or state.delta_records()
-                > self.config.major_ratio * max(main_records, self.config.buffer_ops)
-            ):
-                result = state.major(result)
+            major = force_major or state.delta_records() > self.config.major_ratio * max(
+                main_records, self.config.buffer_ops
+            )
+            if not major:
+                state.tier_deltas()
+                major = len(state.deltas) >= self.config.max_deltas
+            if major:
+                result = state.major(result, select=force_major or select)
+            elif select:
+                result = state.select(result)
             state.pack_payloads()
             c = state.counters
             manifest = Manifest(
@@ -1365,44 +1379,85 @@ class _MergeState:
             mask[keep[over]] = True
         return mask
 
-    def major(self, minor_result: MergeResult) -> MergeResult:
+    def tier_deltas(self) -> None:
+        """Fold the newest delta runs into one while :func:`pack_plan` says so (the newest
+        ``delta_fanout`` of one size class): size-tiered, each record copied once a class. The
+        folded run takes their place in the sequence (runs stay oldest first, as the merge
+        rule needs; it is associative). O(their records) I/O."""
+        config = self.config
+        while True:
+            count = pack_plan([d.records for d in self.deltas], config.delta_fanout,
+                              config.delta_base_records)
+            if not count:
+                return
+            chosen = self.deltas[-count:]
+            writer = self._run_writer(KIND_DELTA)
+            for keys, values in _merged_chunks(chosen):
+                writer.append(keys, values)
+            folded = self._finish_run(writer)
+            self.deltas = [*self.deltas[:-count], folded]
+            self.counters = replace(self.counters,
+                                    delta_folds=self.counters.delta_folds + 1)
+            self._lap("tier_deltas")
+
+    def select(self, minor_result: MergeResult) -> MergeResult:
+        """The due selection of a major merge without the major merge: one read-only pass over
+        the folded main and delta runs (records the archive policy gives up on are passed
+        over, not moved); only the selected URLs' lease or QUEUED mark is written, as a small
+        delta run. O(K x record) bytes read, nothing rewritten."""
+        return self._fold_pass(minor_result, rewrite=False, selecting=True)
+
+    def major(self, minor_result: MergeResult, *, select: bool = True) -> MergeResult:
+        """Fold every run into a new main run and archive; with ``select``, the due selection
+        too (a major merge that runs because the deltas are many selects nothing: URLs go out
+        when the DRUM's user asks)."""
+        return self._fold_pass(minor_result, rewrite=True, selecting=select)
+
+    def _fold_pass(
+        self, minor_result: MergeResult, *, rewrite: bool, selecting: bool
+    ) -> MergeResult:
         now = self.now_ms
+        lap = "major" if rewrite else "select"
         sources = [r for r in [self.main, *self.deltas] if r is not None]
-        main_writer = self._run_writer(KIND_MAIN)
+        main_writer = self._run_writer(KIND_MAIN) if rewrite else None
         archive_writer: RunWriter | None = None
         selector = _DueSelector(self.config.due)
         ranks = _HostRanks()
         due_policy = self.config.due
         archived = 0
-        self._lap("major.start")
+        self._lap(f"{lap}.start")
         for keys, values in _merged_chunks(sources):
-            self._lap("major.read_fold")
+            self._lap(f"{lap}.read_fold")
             to_archive = self._archive_mask(values, ranks)
             kept = ~to_archive
-            if to_archive.any():
+            if to_archive.any() and rewrite:
                 if archive_writer is None:
                     archive_writer = self._run_writer(KIND_ARCHIVE)
                 archive_writer.append(keys[to_archive], select(values, to_archive))
                 archived += int(np.count_nonzero(to_archive))
             keys, values = keys[kept], select(values, kept)
-            self._lap("major.archive")
-            main_writer.append(keys, values)
-            self._lap("major.write_main")
-            if due_policy.max_urls > 0:
+            self._lap(f"{lap}.archive")
+            if main_writer is not None:
+                main_writer.append(keys, values)
+                self._lap("major.write_main")
+            if selecting and due_policy.max_urls > 0:
                 selector.offer_due(keys, values, now)
-                self._lap("major.select")
-        new_main = self._finish_run(main_writer) if main_writer.total else None
-        if new_main is None:
-            main_writer.abort()
-            self.written.remove(main_writer.path)
-        self._lap("major.write_main")
+                self._lap(f"{lap}.select")
+        new_deltas: list[RunFile] = []
+        if main_writer is not None:
+            new_main = self._finish_run(main_writer) if main_writer.total else None
+            if new_main is None:
+                main_writer.abort()
+                self.written.remove(main_writer.path)
+            self._lap("major.write_main")
+        else:
+            new_main, new_deltas = self.main, list(self.deltas)
         new_archives = list(self.archives)
         if archive_writer is not None:
             new_archives.append(self._finish_run(archive_writer))
         due_keys, due_values = selector.result()
         leased = due_policy.lease_ms > 0 and not due_policy.mark_queued
         lease_until = now + due_policy.lease_ms if leased else 0
-        new_deltas: list[RunFile] = []
         if len(due_keys) and (lease_until or due_policy.mark_queued):
             order = np.argsort(due_keys)
             lease = neutral(len(due_keys))
@@ -1414,32 +1469,35 @@ class _MergeState:
             writer = self._run_writer(KIND_DELTA)
             writer.append(due_keys[order], lease)
             new_deltas.append(self._finish_run(writer))
-        self._lap("major.lease")
+        self._lap(f"{lap}.lease")
         compacted = False
         if len(new_archives) > self.config.max_archives:
             new_archives = [self._compact(new_archives)]
             compacted = True
-        self._lap("major.compact")
+        self._lap(f"{lap}.compact")
         self.main, self.deltas, self.archives = new_main, new_deltas, new_archives
         c = self.counters
         self.counters = replace(
             c,
             archived=c.archived + archived,
-            major_merges=c.major_merges + 1,
+            major_merges=c.major_merges + int(rewrite),
+            selections=c.selections + int(not rewrite),
             compactions=c.compactions + int(compacted),
         )
-        due_manifest = self.manifest.evolve(payloads=self.payloads)
-        due_selection = DueSelection(
-            due_keys,
-            due_values,
-            self.drum.read_payloads(due_values, due_manifest),
-            lease_until,
-            remaining=selector.due - len(due_keys),
-            full=selector.full,
-            next_due_ms=selector.next_due_ms,
-            revisits=selector.revisits,
-        )
-        self._lap("major.read_due_payloads")
+        due_selection = None
+        if selecting:
+            due_manifest = self.manifest.evolve(payloads=self.payloads)
+            due_selection = DueSelection(
+                due_keys,
+                due_values,
+                self.drum.read_payloads(due_values, due_manifest),
+                lease_until,
+                remaining=selector.due - len(due_keys),
+                full=selector.full,
+                next_due_ms=selector.next_due_ms,
+                revisits=selector.revisits,
+            )
+        self._lap(f"{lap}.read_due_payloads")
         return MergeResult(
             minor_result.merge_no,
             now,
@@ -1447,7 +1505,7 @@ class _MergeState:
             minor_result.checks,
             minor_result.new,
             minor_result.dropped_updates,
-            major=True,
+            major=rewrite,
             due=due_selection,
             archived=archived,
             compacted=compacted,

@@ -45,6 +45,8 @@ CONFIG = DrumConfig(
     block_records=3,
     max_deltas=3,
     major_ratio=0.5,
+    delta_fanout=2,
+    delta_base_records=2,
     max_archives=2,
     payload_pack_fanout=2,
     payload_pack_base_bytes=40,
@@ -142,7 +144,10 @@ class Model:
             self.live[key]["leased_until_ms"] = max(self.live[key]["leased_until_ms"], lease)
         return checks, new, dropped
 
-    def major(self, now_ms: int):
+    def major(self, now_ms: int, rewrite: bool = True, select: bool = True):
+        """A major merge's archiving and (with ``select``) due selection; without
+        ``rewrite``, a selection pass: records the archive policy gives up on are passed over
+        but stay live."""
         policy = CONFIG.archive
         host_seen: dict[int, int] = {}
         to_archive = []
@@ -166,8 +171,9 @@ class Model:
             if (r["status"] >= 1 and r["next_fetch_ms"] <= now_ms and not leased
                     and r["score"] >= due.min_score):
                 candidates.append((key, r))
-        for key in to_archive:
-            self.archived[key] = self.live.pop(key)
+        if rewrite:
+            for key in to_archive:
+                self.archived[key] = self.live.pop(key)
         due = CONFIG.due
         candidates.sort(key=lambda kr: (-kr[1]["score"], kr[0]))
         per_host: dict[int, int] = {}
@@ -178,13 +184,13 @@ class Model:
                     continue
                 per_host[r["host"]] = per_host.get(r["host"], 0) + 1
             chosen.append(key)
-        chosen = chosen[: due.max_urls]
+        chosen = chosen[: due.max_urls] if select else []
         lease = neutral(1)
         lease["leased_until_ms"] = now_ms + due.lease_ms
         lease_dict = record_dict(lease[0])
         for key in chosen:
             self.live[key] = combine_one(self.live[key], lease_dict)
-        return chosen, len(to_archive)
+        return chosen, len(to_archive) if rewrite else 0
 
 
 def strip(record: dict) -> dict:
@@ -246,12 +252,21 @@ class DrumMachine(RuleBasedStateMachine):
                 event("archived")
             if result.compacted:
                 event("compacted archived sets")
-            if len(result.due.keys):
+            if result.due is not None and len(result.due.keys):
                 event("selected due URLs")
-            chosen, archived = self.model.major(result.now_ms)
+            chosen, archived = self.model.major(result.now_ms, select=result.due is not None)
             assert result.archived == archived
+            if result.due is not None:
+                assert result.due.keys.tolist() == chosen
+                assert result.due.payloads == [self.model.payloads[k] for k in chosen]
+        elif result.due is not None:
+            event("selection without a major merge")
+            chosen, _ = self.model.major(result.now_ms, rewrite=False)
+            assert result.archived == 0
             assert result.due.keys.tolist() == chosen
             assert result.due.payloads == [self.model.payloads[k] for k in chosen]
+        if self.drum.counters.delta_folds:
+            event("delta runs folded")
 
     def _host(self, keys: list[int]) -> list[int]:
         return [HOSTS[k % len(HOSTS)] for k in keys]
@@ -291,9 +306,12 @@ class DrumMachine(RuleBasedStateMachine):
     def advance(self, step: int) -> None:
         self.now += step
 
-    @rule(major=st.booleans())
-    def merge(self, major: bool) -> None:
-        self._results([self.drum.merge(now_ms=self.now, major=major)])
+    @rule(mode=st.sampled_from(["minor", "major", "select"]))
+    def merge(self, mode: str) -> None:
+        result = self.drum.merge(now_ms=self.now, major=mode == "major", select=mode == "select")
+        # URLs are selected when asked for, and only then.
+        assert (result.due is not None) == (mode != "minor")
+        self._results([result])
 
     @rule()
     def checkpoint(self) -> None:
@@ -321,13 +339,14 @@ class DrumMachine(RuleBasedStateMachine):
         self.journal = [journal]
 
     @precondition(lambda self: self.drum.buffered > 0)
-    @rule(budget=st.integers(0, 200), major=st.booleans())
-    def disk_full(self, budget: int, major: bool) -> None:
+    @rule(budget=st.integers(0, 200), mode=st.sampled_from(["minor", "major", "select"]))
+    def disk_full(self, budget: int, mode: str) -> None:
         before = (self.drum.manifest_bytes(), self.drum.pending())
         self.opener.fail_after = budget
         try:
             with pytest.raises(DrumWriteError, match="ENOSPC|disk full"):
-                self.drum.merge(now_ms=self.now, major=major)
+                self.drum.merge(now_ms=self.now, major=mode == "major",
+                                select=mode == "select")
         finally:
             self.opener.fail_after = None
         assert (self.drum.manifest_bytes(), self.drum.pending()) == before

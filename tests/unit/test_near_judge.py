@@ -136,7 +136,9 @@ def test_the_crawl_db_marks_a_near_duplicate_and_lowers_what_its_links_are_worth
     assert answer.counts["urls.rescored"] == 1
     assert "urls.found" not in answer.counts
     assert record_of(db, link)["score"] == pytest.approx(0.25)
-    # The mark and the outcome were merged together: the archived record keeps the flag.
+    # The mark and the outcome were merged together: once a major merge archives the record
+    # (done for good), it keeps the flag.
+    db.drum.merge(now_ms=T0 + 2001, major=True)
     assert db.drum.counters.archived == 1
     archived = [flags for _, values, is_archived in db.drum.items() if is_archived
                 for flags in values["flags"].tolist()]
