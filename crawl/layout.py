@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -117,14 +118,45 @@ class OutputLayout:
         return self.loop.exists() or self.warc.exists() or self.checkpoints.exists()
 
     def latest_restore_point(self) -> Path | None:
-        """The newest savepoint, or else the newest completed checkpoint, None if neither."""
+        """Where a resumed crawl goes on from, None if nowhere: the newest completed checkpoint
+        of a job that started after the newest savepoint (a run resumed from it that then
+        failed), or else that savepoint, or else the newest completed checkpoint.
+
+        Checkpoints of the job that took the savepoint are passed over even when newer: they
+        were taken while it drained (Flink names a savepoint after its job's first six hex
+        digits, and keeps a job's checkpoints in a directory named by its id).
+        """
+
+        def completed_at(point: Path) -> float:
+            return (point / "_metadata").stat().st_mtime
+
         savepoints = [p for p in self.savepoints.glob("savepoint-*") if (p / "_metadata").exists()]
-        if savepoints:
-            return max(savepoints, key=lambda p: (p / "_metadata").stat().st_mtime)
         checkpoints = [p for p in self.checkpoints.glob("*/chk-*") if (p / "_metadata").exists()]
-        if checkpoints:
-            return max(checkpoints, key=lambda p: (p / "_metadata").stat().st_mtime)
-        return None
+        if savepoints:
+            savepoint = max(savepoints, key=completed_at)
+            taker = savepoint.name.split("-")[1]
+            saved_at = completed_at(savepoint)
+            checkpoints = [
+                p for p in checkpoints
+                if not p.parent.name.startswith(taker) and completed_at(p) > saved_at
+            ]
+            if not checkpoints:
+                return savepoint
+        return max(checkpoints, key=completed_at) if checkpoints else None
+
+    def check_writable(self) -> None:
+        """Create the output directory if need be and write, sync and remove a file in it:
+        OSError (read-only file system, no permission, a full disk, not a directory) if a
+        crawl could not write here."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        probe = self.root / f".write-probe-{os.getpid()}"
+        try:
+            with open(probe, "wb") as file:
+                file.write(b"pyflink-crawler write probe\n" * 16)
+                file.flush()
+                os.fsync(file.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
 
     def clear(self) -> None:
         """Remove what a previous crawl wrote here (only the crawl's own entries)."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "CounterCarry",
     "CrawlFigures",
     "QuietTracker",
     "RunningMean",
@@ -182,6 +183,41 @@ def read_statuses(directory: str | Path) -> list[dict[str, Any]]:
     return statuses
 
 
+class CounterCarry:
+    """Counters that survive task restarts.
+
+    A subtask restarted after a failure is a new attempt whose counters start again at zero
+    (its status file says which attempt it is). The launcher reads every status file while the
+    crawl runs; through this, each subtask's counters are its current attempt's plus the last
+    ones seen of its earlier attempts (the work an attempt did between its last write and its
+    failure is missed, and fetches made again after the restore count twice, as they were made).
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, int], tuple[int, dict[str, int]]] = {}
+        self._carried: dict[tuple[str, int], dict[str, int]] = {}
+
+    def carry(self, statuses: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """``statuses`` with the counters of earlier attempts added."""
+        carried_statuses = []
+        for status in statuses:
+            ident = (str(status.get("stage", "?")), int(status.get("subtask", 0)))
+            attempt = int(status.get("attempt", 0))
+            counters = {name: int(value) for name, value in status.get("counters", {}).items()}
+            seen = self._last.get(ident)
+            if seen is not None and seen[0] != attempt:
+                carried = self._carried.setdefault(ident, {})
+                for name, value in seen[1].items():
+                    carried[name] = carried.get(name, 0) + value
+            self._last[ident] = (attempt, counters)
+            carried = self._carried.get(ident)
+            if carried:
+                counters = {name: counters.get(name, 0) + carried.get(name, 0)
+                            for name in counters.keys() | carried.keys()}
+            carried_statuses.append({**status, "counters": counters})
+        return carried_statuses
+
+
 @dataclass
 class CrawlFigures:
     """Counters summed over subtasks, per stage (``stage.counter``), and gauges summed too."""
@@ -259,6 +295,10 @@ class QuietTracker:
             self._quiet_since = now
             return 0.0
         return now - self._quiet_since
+
+    def interrupt(self, now: float) -> None:
+        """Count the quiet spell from ``now`` again (the job was not running: restarting)."""
+        self._quiet_since = now
 
 
 def is_idle(figures: CrawlFigures, quiet_seconds: float, idle_seconds: float) -> bool:

@@ -29,10 +29,17 @@ from crawl.config import Config
 from crawl.crawldb import minimum_file_grace_seconds
 from crawl.layout import FixedSettingsError, OutputLayout
 from crawl.loop import VNODE_KEY, write_seed_file
-from crawl.progress import CrawlFigures, QuietTracker, is_idle, read_statuses
+from crawl.progress import (
+    CounterCarry,
+    CrawlFigures,
+    QuietTracker,
+    is_idle,
+    read_statuses,
+)
 from crawl.summary import CrawlSummary, summarise_crawl_logs
 from crawl.warc_writer import recover_open_files
-from job.status import JOB_FILE
+from job.failures import FailureWatch, describe_failure, describe_os_error
+from job.status import JOB_FILE, RestClient
 
 __all__ = [
     "CrawlError", "fixed_settings", "flink_configuration", "prepare_output", "run_local_crawl"
@@ -50,6 +57,8 @@ STOP_ATTEMPTS = 3
 #: Fixed settings recorded only by later versions, with the value earlier crawls had.
 FIXED_BEFORE_RECORDED = {"fetch routing": "host", "priority.enabled": False}
 _POLL_SECONDS = 0.5
+# How often the launcher asks Flink's REST API for task failures while the job runs.
+_FAILURE_CHECK_SECONDS = 2.0
 
 
 class CrawlError(RuntimeError):
@@ -276,6 +285,32 @@ def prepare_output(
     fixed settings must match (its figures start again; the budget ledger carries over); a
     new crawl needs a directory that holds none (or ``overwrite``) and a valid seed. Seeds
     (optional when resuming) go into the loop; returns how many were accepted."""
+    try:
+        layout.check_writable()
+    except OSError as error:
+        raise CrawlError(
+            f"cannot write the output directory {layout.root}: {describe_os_error(error)}"
+        ) from None
+    try:
+        return _prepare_writable_output(layout, config, seeds, resuming=resuming,
+                                        overwrite=overwrite, out=out,
+                                        how_to_resume=how_to_resume)
+    except OSError as error:
+        raise CrawlError(
+            f"cannot prepare the output directory {layout.root}: {describe_os_error(error)}"
+        ) from None
+
+
+def _prepare_writable_output(
+    layout: OutputLayout,
+    config: Config,
+    seeds: Iterable[str],
+    *,
+    resuming: bool,
+    overwrite: bool,
+    out: TextIO,
+    how_to_resume: str,
+) -> int:
     fixed = fixed_settings(config)
     if resuming:
         try:
@@ -350,19 +385,21 @@ def run_local_crawl(
         file=out,
         flush=True,
     )
+    failures = FailureWatch(RestClient(rest).get, str(client.get_job_id())) if rest else None
+    carry = CounterCarry()
     try:
-        reason, savepoint = _watch(client, config, layout, out)
+        reason, savepoint = _watch(client, config, layout, out, failures, carry)
     except KeyboardInterrupt:
         reason = "interrupted"
         print("\ninterrupted: stopping with a savepoint ...", file=out, flush=True)
         savepoint = _stop_with_savepoint(client, layout, out)
-    _wait_for_end(client, layout)
+    _wait_for_end(client, layout, failures)
     finished = time.time()
     _write_job_file(layout, {**job, "finished": finished, "stop_reason": reason})
     for recovered in recover_open_files(layout.warc, config.warc.prefix):
         print(f"finalised a WARC file left open: {recovered.final_path}", file=out)
 
-    figures = CrawlFigures.from_statuses(read_statuses(layout.status))
+    figures = CrawlFigures.from_statuses(carry.carry(read_statuses(layout.status)))
     summary = summarise_crawl_logs(layout.logs.glob("crawl-*.log"), int(started * 1000))
     summary.stop_reason = reason
     summary.savepoint = savepoint
@@ -437,19 +474,35 @@ def _submit(
     return env.execute_async(JOB_NAME)
 
 
-def _watch(client: Any, config: Config, layout: OutputLayout, out: TextIO) -> tuple[str, str]:
-    """Print progress until the job ends or a stop condition holds; returns (reason, savepoint)."""
+def _watch(
+    client: Any, config: Config, layout: OutputLayout, out: TextIO,
+    failures: FailureWatch | None = None,
+    carry: CounterCarry | None = None,
+) -> tuple[str, str]:
+    """Print progress (and each task failure, with its cause) until the job ends or a stop
+    condition holds; returns (reason, savepoint)."""
     budget = PageBudget(layout.budget, config.crawl.max_pages)
     quiet = QuietTracker()
     watch = _Watch(started=time.monotonic())
+    next_failure_check = 0.0
     while True:
         time.sleep(_POLL_SECONDS)
         state = _job_state(client)
-        if state in ("FAILED", "CANCELED", "FINISHED"):
-            _raise_job_failure(client, state, layout)
-            return f"job {state.lower()}", ""
         now = time.monotonic()
-        figures = CrawlFigures.from_statuses(read_statuses(layout.status))
+        if failures is not None and (now >= next_failure_check or state != "RUNNING"):
+            next_failure_check = now + _FAILURE_CHECK_SECONDS
+            for cause in failures.new():
+                print(f"task failure {failures.count}: {cause.line()}; Flink restarts the job "
+                      "from its last checkpoint", file=out, flush=True)
+        if state in ("FAILED", "CANCELED", "FINISHED"):
+            _raise_job_failure(client, state, layout, failures)
+            return f"job {state.lower()}", ""
+        if state != "RUNNING":
+            # Restarting after a failure: neither idle nor stoppable until it runs again.
+            quiet.interrupt(now)
+            continue
+        statuses = read_statuses(layout.status)
+        figures = CrawlFigures.from_statuses(carry.carry(statuses) if carry else statuses)
         _maybe_print_progress(figures, watch, now, config.crawl.progress_seconds, out)
         reason = _stop_reason(
             figures,
@@ -472,20 +525,33 @@ def _job_state(client: Any) -> str:
         return "FINISHED"
 
 
-def _raise_job_failure(client: Any, state: str, layout: OutputLayout) -> None:
+def _raise_job_failure(
+    client: Any, state: str, layout: OutputLayout, failures: FailureWatch | None = None
+) -> None:
     if state != "FAILED":
         return
-    _wait_for_end(client, layout)
+    _wait_for_end(client, layout, failures)
     raise CrawlError(f"the Flink job failed (details in {layout.flink_logs})")
 
 
-def _wait_for_end(client: Any, layout: OutputLayout) -> None:
-    """Wait for the job's end; a failed job raises CrawlError with its root cause."""
+def _wait_for_end(
+    client: Any, layout: OutputLayout, failures: FailureWatch | None = None
+) -> None:
+    """Wait for the job's end; a failed job raises CrawlError with its cause (the last task
+    failure Flink reported, else the first line of the error) and how to go on."""
     try:
         client.get_job_execution_result().result()
     except Exception as error:  # noqa: BLE001 - report the cause, whatever it is
+        if failures is not None:
+            failures.new()
+        cause = failures.last if failures is not None and failures.last else None
+        if cause is None:
+            cause = describe_failure(str(error))
+        described = cause.line() if cause.error != "unknown failure" else _first_line(error)
         raise CrawlError(
-            f"the Flink job failed: {_first_line(error)} (details in {layout.flink_logs})"
+            f"the Flink job failed: {described}. Its last checkpoint is kept: once the cause "
+            f"is dealt with, run the same command with --resume to go on from it (details "
+            f"in {layout.flink_logs})"
         ) from error
 
 

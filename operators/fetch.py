@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 #: A host queue longer than this is not reordered when URLs with a rank arrive (with priority
 #: a host gets ``priority.host_window`` URLs at a time; a longer queue is one filled before).
 _RANKED_QUEUE_MAX = 1000
+# How much later a timer that fires while the job drains is registered again (_defer).
+_DRAIN_DEFER_MS = 1000
 
 #: Outcomes counted by reason too (``errors.<reason>``: ``errors.timeout:read`` ...).
 _ERRORS = frozenset({Status.HTTP_ERROR, Status.FETCH_ERROR})
@@ -210,6 +212,9 @@ class FetchFunction(KeyedProcessFunction):
         yield from ()
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext):
+        if self._closed:
+            self._defer(timestamp, ctx)
+            return
         began = time.thread_time()
         try:
             results = self._wake(timestamp, ctx)
@@ -218,6 +223,21 @@ class FetchFunction(KeyedProcessFunction):
             # process stage) is not the fetch stage's work.
             self._status.busy_seconds += time.thread_time() - began
         yield from results
+
+    def _defer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> None:
+        """A timer that fires while a stop with a savepoint drains the job, after PyFlink has
+        closed the function (at the end of its input): no fetch can start, so the timer is
+        registered again a little later, for the resumed job to fire (the savepoint holds
+        it), with the host's wake time moved along. Later, not at the same time: Flink fires
+        every timer due before it returns, so one at the same time would fire at once again,
+        forever."""
+        later = max(timestamp, ctx.timer_service().current_processing_time()) + _DRAIN_DEFER_MS
+        ctx.timer_service().register_processing_time_timer(later)
+        row = self._host_row()
+        if row is not None and row[_WAKE_MS] == timestamp:
+            fields = list(tuple(row))
+            fields[_WAKE_MS] = later
+            self._host.update(Row(*fields))
 
     def _wake(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> list[FetchResult]:
         key = ctx.get_current_key()

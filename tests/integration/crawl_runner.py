@@ -14,20 +14,24 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_crawl(
-    tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300
+    tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
+    out: Path | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     """Run ``python -m job crawl`` and return the process and its summary.json."""
-    process, summary, _ = run_crawl_measured(tmp_path, seeds, proxy, *options, timeout=timeout)
+    process, summary, _ = run_crawl_measured(tmp_path, seeds, proxy, *options, timeout=timeout,
+                                             out=out)
     return process, summary
 
 
 def run_crawl_measured(
-    tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300
+    tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
+    out: Path | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], dict, TreeUsage]:
     """:func:`run_crawl`, and what the crawl's processes used (CPU, peak resident memory).
 
-    ``proxy`` None: no ``--proxy`` (the options then say how hosts are reached)."""
-    out = tmp_path / "out"
+    ``proxy`` None: no ``--proxy`` (the options then say how hosts are reached); ``out`` the
+    output directory (``tmp_path / "out"`` by default)."""
+    out = out or tmp_path / "out"
     command = [sys.executable, "-m", "job", "crawl", "--out", str(out)]
     if proxy is not None:
         command += ["--proxy", proxy]

@@ -18,15 +18,42 @@ def _point(folder: Path, mtime: float) -> Path:
     return folder
 
 
-def test_newest_savepoint_wins_over_checkpoints(tmp_path: Path) -> None:
+def test_the_newest_savepoint_wins_over_the_checkpoints_of_the_job_that_took_it(
+    tmp_path: Path,
+) -> None:
     layout = OutputLayout(tmp_path)
     assert layout.latest_restore_point() is None
-    _point(layout.checkpoints / "job1" / "chk-7", 300)
-    assert layout.latest_restore_point() == layout.checkpoints / "job1" / "chk-7"
-    _point(layout.savepoints / "savepoint-a", 100)
-    newest = _point(layout.savepoints / "savepoint-b", 200)
-    (layout.savepoints / "savepoint-c").mkdir()  # incomplete: no metadata
+    _point(layout.checkpoints / "aaaaaa11" / "chk-7", 300)
+    assert layout.latest_restore_point() == layout.checkpoints / "aaaaaa11" / "chk-7"
+    _point(layout.savepoints / "savepoint-aaaaaa-1", 100)
+    newest = _point(layout.savepoints / "savepoint-aaaaaa-2", 200)
+    (layout.savepoints / "savepoint-bbbbbb-3").mkdir()  # incomplete: no metadata
+    # chk-7 is newer, but of the job that took the savepoint: taken while it drained.
     assert layout.latest_restore_point() == newest
+
+
+def test_a_run_resumed_from_a_savepoint_that_failed_goes_on_from_its_own_checkpoint(
+    tmp_path: Path,
+) -> None:
+    layout = OutputLayout(tmp_path)
+    savepoint = _point(layout.savepoints / "savepoint-aaaaaa-1", 200)
+    _point(layout.checkpoints / "bbbbbb22" / "chk-1", 150)  # older than the savepoint
+    assert layout.latest_restore_point() == savepoint
+    _point(layout.checkpoints / "bbbbbb22" / "chk-3", 250)
+    newest = _point(layout.checkpoints / "bbbbbb22" / "chk-4", 260)
+    (layout.checkpoints / "bbbbbb22" / "chk-5").mkdir()  # in progress when it failed
+    assert layout.latest_restore_point() == newest
+
+
+def test_an_output_directory_that_cannot_be_written_is_told_before_the_crawl(
+    tmp_path: Path,
+) -> None:
+    OutputLayout(tmp_path / "new" / "out").check_writable()
+    assert os.listdir(tmp_path / "new" / "out") == []
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(OSError, match="Not a directory|File exists"):
+        OutputLayout(blocker / "out").check_writable()
 
 
 def test_clear_removes_only_what_a_crawl_writes(tmp_path: Path) -> None:

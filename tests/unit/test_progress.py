@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from crawl.progress import (
+    CounterCarry,
     CrawlFigures,
     QuietTracker,
     RunningMean,
@@ -270,3 +271,21 @@ def test_pages_count_outcomes_only() -> None:
         "counters": {"pages.FETCHED": 3, "pages.ROBOTS_DENIED": 2, "directives.noindex": 1},
     }])
     assert figures.pages == 3
+
+
+def test_counters_of_a_restarted_subtask_carry_those_of_its_earlier_attempts() -> None:
+    carry = CounterCarry()
+
+    def status(attempt: int, subtask: int = 0, **counters: int) -> dict[str, Any]:
+        return {"stage": "process", "subtask": subtask, "attempt": attempt, "counters": counters}
+
+    def figures(*statuses: dict[str, Any]) -> dict[str, int]:
+        return CrawlFigures.from_statuses(carry.carry(statuses)).counters
+
+    assert figures(status(0, pages=5), status(0, 1, pages=2)) == {"process.pages": 7}
+    assert figures(status(0, pages=9), status(0, 1, pages=2)) == {"process.pages": 11}
+    # Subtask 0 failed and restarted: its new attempt starts at zero.
+    assert figures(status(1, pages=1, refetches=1), status(0, 1, pages=3)) == {
+        "process.pages": 13, "process.refetches": 1}
+    assert figures(status(1, pages=4), status(0, 1, pages=3)) == {"process.pages": 16}
+    assert figures(status(2, pages=2), status(0, 1, pages=3)) == {"process.pages": 18}
