@@ -498,7 +498,7 @@ class CrawlDbSection:
     block_records: int = 4096
     max_deltas: int = 8
     max_archives: int = 4
-    file_grace_seconds: float = 900.0
+    file_grace_seconds: float = 180.0
     fsync: bool = True
 
     def _validate(self) -> None:

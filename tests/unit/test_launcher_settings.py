@@ -47,7 +47,7 @@ def test_the_shipped_settings_pass_and_a_short_grace_is_refused(tmp_path: Path) 
     settings = flink_configuration(Config(), layout, DEFAULT_FLINK_CONF)
     assert Config().crawldb.file_grace_seconds >= minimum_file_grace_seconds(settings)
     short = Config(crawldb=dataclasses.replace(CrawlDbSection(), file_grace_seconds=60.0))
-    with pytest.raises(CrawlError, match=r"^crawldb\.file_grace_seconds: must be at least 604"):
+    with pytest.raises(CrawlError, match=r"^crawldb\.file_grace_seconds: must be at least 124"):
         flink_configuration(short, layout, DEFAULT_FLINK_CONF)
 
 
