@@ -13,6 +13,7 @@ that checkpoint.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import errno
 import os
@@ -93,7 +94,8 @@ def describe_failure(trace: str) -> FailureCause:
         name, message = pemja.group(1), pemja.group(2).strip()
         frame = _PEMJA_FRAME.search(trace, pemja.end())
         where = f" in {frame.group(2)}:{frame.group(3)}" if frame is not None else ""
-        if message.isdigit() and name.endswith(("OSError", "IOError", "Error")):
+        kind = getattr(builtins, name.rsplit(".", 1)[-1], None)
+        if message.isdigit() and isinstance(kind, type) and issubclass(kind, OSError):
             code = int(message)
             described = f"{name} [Errno {code}] {os.strerror(code)}{where}"
             return FailureCause(_clip(described), "", _hint(code, os.strerror(code)))

@@ -79,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     except CrawlError as error:
         print(f"crawl failed: {error}", file=sys.stderr)
         return 1
+    except OSError as error:
+        from job.failures import describe_os_error
+
+        print(f"crawl failed: {describe_os_error(error)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -291,26 +291,6 @@ def prepare_output(
         raise CrawlError(
             f"cannot write the output directory {layout.root}: {describe_os_error(error)}"
         ) from None
-    try:
-        return _prepare_writable_output(layout, config, seeds, resuming=resuming,
-                                        overwrite=overwrite, out=out,
-                                        how_to_resume=how_to_resume)
-    except OSError as error:
-        raise CrawlError(
-            f"cannot prepare the output directory {layout.root}: {describe_os_error(error)}"
-        ) from None
-
-
-def _prepare_writable_output(
-    layout: OutputLayout,
-    config: Config,
-    seeds: Iterable[str],
-    *,
-    resuming: bool,
-    overwrite: bool,
-    out: TextIO,
-    how_to_resume: str,
-) -> int:
     fixed = fixed_settings(config)
     if resuming:
         try:

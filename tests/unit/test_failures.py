@@ -51,6 +51,10 @@ def test_an_os_error_as_pemja_reports_it_is_told_by_its_errno_and_frame() -> Non
     )
     assert cause.error == "OSError [Errno 28] No space left on device in warc_writer.py:211"
     assert cause.machine
+    # Only OSError and its kin carry an errno; another exception's number is its message.
+    raised = "Caused by: pemja.core.PythonException: <class '{}'>: {}\n"
+    assert describe_failure(raised.format("KeyError", 5)).error == "KeyError: 5"
+    assert "cannot be written" in describe_failure(raised.format("PermissionError", 13)).hint
     bug = describe_failure("Caused by: pemja.core.PythonException: <class 'KeyError'>: 'x'\n"
                            "\tat /work/operators/fetch._wake(fetch.py:263)\n")
     assert bug.error == "KeyError: 'x' in fetch.py:263"
