@@ -44,8 +44,10 @@ _PYTHON_ERROR_LINE = re.compile(r"^(\w+(?:Error|Exception)): (.+)$", re.MULTILIN
 
 _FULL = {errno.ENOSPC, errno.EDQUOT}
 _UNWRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM}
-_FULL_WORDS = ("No space left on device", "Disk quota exceeded")
-_UNWRITABLE_WORDS = ("Read-only file system", "Permission denied", "Access denied")
+_FULL_WORDS = ("No space left on device", "Disk quota exceeded", "ENOSPC", "EDQUOT",
+               "disk full")
+_UNWRITABLE_WORDS = ("Read-only file system", "Permission denied", "Access denied", "EROFS",
+                     "EACCES")
 _HINT_FULL = ("the disk holding it is full: free space there (the crawl needs room for its "
               "WARC files, crawl DB, loop files and checkpoints)")
 _HINT_UNWRITABLE = ("it cannot be written: check the file system (read-only?) and the "
@@ -99,7 +101,7 @@ def describe_failure(trace: str) -> FailureCause:
             code = int(message)
             described = f"{name} [Errno {code}] {os.strerror(code)}{where}"
             return FailureCause(_clip(described), "", _hint(code, os.strerror(code)))
-        return FailureCause(_clip(f"{name}: {message}{where}"))
+        return FailureCause(_clip(f"{name}: {message}{where}"), "", _hint(None, message))
     python_lines = _PYTHON_ERROR_LINE.findall(trace)
     if python_lines:
         name, message = python_lines[-1]

@@ -55,6 +55,10 @@ def test_an_os_error_as_pemja_reports_it_is_told_by_its_errno_and_frame() -> Non
     raised = "Caused by: pemja.core.PythonException: <class '{}'>: {}\n"
     assert describe_failure(raised.format("KeyError", 5)).error == "KeyError: 5"
     assert "cannot be written" in describe_failure(raised.format("PermissionError", 13)).hint
+    # The crawl DB's own write error names the errno by its symbol.
+    drum = describe_failure(raised.format(
+        "drum.errors.DrumWriteError", "/out/crawldb/pay-1.drum: write failed: disk full (ENOSPC)"))
+    assert drum.machine
     bug = describe_failure("Caused by: pemja.core.PythonException: <class 'KeyError'>: 'x'\n"
                            "\tat /work/operators/fetch._wake(fetch.py:263)\n")
     assert bug.error == "KeyError: 'x' in fetch.py:263"
