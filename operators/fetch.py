@@ -317,6 +317,8 @@ class FetchFunction(KeyedProcessFunction):
                     "host %s suspended until %d after %d failures in a row",
                     host, state.next_allowed_ms, state.failures,
                 )
+        if not self._in_flight and not self._queued_total:
+            self._status.flush()  # idle now: the metrics show the final figures, not a burst ago
         return wake.results
 
     def _poll(

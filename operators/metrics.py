@@ -6,7 +6,9 @@ of the operator, in the group ``crawler.<stage>`` (so its identifier ends in
 values are pushed: after each write of the status file, the stage's next count copies the
 figures that changed into Java-side gauges (:meth:`~crawl.progress.StageStatus.follow`), so
 Flink's figures are about a second old while the stage works, counting stays a dictionary
-update, and no Flink thread ever calls Python. (PyFlink's own thread-mode gauges call the
+update, and no Flink thread ever calls Python. The fetch stage also pushes when it falls idle
+(nothing queued, nothing in flight: :meth:`~crawl.progress.StageStatus.flush`), so its last
+figures are its final ones. (PyFlink's own thread-mode gauges call the
 Python function from Flink's metric thread, and reading them through the REST API crashed
 the JVM in ``take_gil``; its ``Counter.inc`` is one call into the JVM per count.) A counter's
 gauge only grows.

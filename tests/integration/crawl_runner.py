@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from synthweb.proctree import ProcessTreeMonitor, TreeUsage
@@ -13,24 +15,29 @@ from synthweb.proctree import ProcessTreeMonitor, TreeUsage
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
+#: Seconds between calls of a crawl's watcher.
+WATCH_INTERVAL = 0.5
+
+
 def run_crawl(
     tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
-    out: Path | None = None,
+    out: Path | None = None, watch: Callable[[], None] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     """Run ``python -m job crawl`` and return the process and its summary.json."""
     process, summary, _ = run_crawl_measured(tmp_path, seeds, proxy, *options, timeout=timeout,
-                                             out=out)
+                                             out=out, watch=watch)
     return process, summary
 
 
 def run_crawl_measured(
     tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
-    out: Path | None = None,
+    out: Path | None = None, watch: Callable[[], None] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], dict, TreeUsage]:
     """:func:`run_crawl`, and what the crawl's processes used (CPU, peak resident memory).
 
     ``proxy`` None: no ``--proxy`` (the options then say how hosts are reached); ``out`` the
-    output directory (``tmp_path / "out"`` by default)."""
+    output directory (``tmp_path / "out"`` by default); ``watch`` is called every
+    :data:`WATCH_INTERVAL` seconds while the crawl runs (to look at it from outside)."""
     out = out or tmp_path / "out"
     command = [sys.executable, "-m", "job", "crawl", "--out", str(out)]
     if proxy is not None:
@@ -51,11 +58,23 @@ def run_crawl_measured(
         env={**os.environ, "PATH": path},
     )
     monitor = ProcessTreeMonitor(child.pid)
+    deadline = time.monotonic() + timeout
     try:
-        stdout, stderr = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                # Output read before a timeout is kept for the next call (subprocess's promise).
+                stdout, stderr = child.communicate(
+                    timeout=max(0.0, min(left, WATCH_INTERVAL) if watch else left)
+                )
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline or watch is None:
+                    raise
+                watch()
+    except BaseException:
         child.kill()
-        stdout, stderr = child.communicate()
+        child.communicate()
         monitor.stop()
         raise
     usage = monitor.stop()

@@ -136,3 +136,23 @@ def test_counting_costs_nothing_more_when_followed(status: StageStatus) -> None:
     status.count("pages.FETCHED")
     assert type(status).count is StageStatus.count
     assert "count" not in vars(status)
+
+
+def test_a_flush_sends_the_figures_as_they_are_now(status: StageStatus) -> None:
+    """A stage that falls idle flushes: no count may follow its next write."""
+    group = FakeGroup()
+    status.follow(StageMetrics(status, group))
+    status.gauges["queued"] = 7
+    status.write()
+    status.count("results.FETCHED")
+    assert group.values() == {"queued": 7, "results_FETCHED": 1}
+    status.count("results.FETCHED", 6)
+    status.gauges["queued"] = 0
+    status.flush()
+    assert group.values() == {"queued": 0, "results_FETCHED": 7}
+    assert "count" not in vars(status)
+    other = threading.Thread(target=status.flush)  # only the owner's thread sends
+    status.count("results.FETCHED")
+    other.start()
+    other.join()
+    assert group.values()["results_FETCHED"] == 7

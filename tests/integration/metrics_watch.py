@@ -1,0 +1,92 @@
+"""Watches a running crawl from outside, as an operator would: its Flink metrics through the
+REST API of the MiniCluster (the address from ``out/job.json``) and ``python -m job status``.
+
+Once the crawl has stopped, :meth:`MetricsWatch.check` holds the last figures read against the
+crawl's summary (written from the crawl log, not from the figures).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from job.status import (
+    CrawlView,
+    RestClient,
+    StatusError,
+    figures_from_metrics,
+    find_job,
+    run_status,
+)
+
+#: Outcomes a stage may have counted after its last push to Flink (see ``check``).
+TAIL = 5
+
+
+class MetricsWatch:
+    """A watcher for ``run_crawl(..., watch=)``: reads the job's metrics at each call."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.last: CrawlView | None = None
+        self.reads = 0
+        self.status_text = ""
+        self.job_id = ""
+
+    def __call__(self) -> None:
+        try:
+            record = json.loads((self.out / "job.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if record.get("finished"):
+            return
+        rest = RestClient(record["rest"])
+        try:
+            job = find_job(rest, record["job_id"])
+            view = figures_from_metrics(rest, job)
+        except StatusError:
+            return  # the job is stopping
+        self.job_id = job.job_id
+        if view.values:
+            self.last, self.reads = view, self.reads + 1
+        if not self.status_text and view.pages:
+            text = io.StringIO()
+            assert run_status(self.out, None, None, text) == 0
+            self.status_text = text.getvalue()
+
+    def check(self, summary: dict) -> None:
+        """The figures read while the crawl ran agree with its ``summary`` (an idle stop)."""
+        last = self.last
+        assert last is not None
+        assert self.reads > 3
+        # The crawl was idle for seconds before it stopped, so the last figures are the final
+        # ones, but for what a stage counted after its last push (pushes happen at the first
+        # count after each status write: a burst that ends a stage's work is sent when it
+        # counts again; only the fetch stage knows when it falls idle, and flushes then).
+        assert summary["pages"] - TAIL <= last.pages <= summary["pages"]
+        for status, pages in summary["pages_by_status"].items():
+            assert pages - TAIL <= last.get(f"process.pages.{status}") <= pages, status
+        assert last.get("fetch.results.FETCHED") >= summary["pages_by_status"]["FETCHED"]
+        assert last.get("fetch.queued") == 0
+        assert last.get("fetch.in_flight") == 0
+        assert last.get("process.bytes") > 0
+        assert last.get("crawldb.urls.new") >= summary["pages"]
+        assert last.get("crawldb.merges") > 0
+        assert last.get("crawldb.known") >= last.get("crawldb.urls.new")
+        assert last.get("crawldb.pending") <= TAIL
+        # The latency histogram (the REST API gives its statistics, not its count). Fetches on
+        # loopback take whole milliseconds, often 0: the median may be 0, the slowest is not.
+        assert 0 <= last.maxima["fetch.latency_ms_median"] <= last.maxima["fetch.latency_ms_max"]
+        assert last.maxima["fetch.latency_ms_max"] > 0
+        assert last.maxima["fetch.latency_ms_max"] < 60_000
+
+        status_text = self.status_text
+        assert f"job          {self.job_id}  pyflink-crawler  RUNNING" in status_text, status_text
+        assert "checkpoints  " in status_text
+        assert "(figures from status files in" in status_text
+        # After the crawl the command says how it ended without asking Flink.
+        text = io.StringIO()
+        assert run_status(self.out, None, None, text) == 0
+        assert f"job          {self.job_id}  ended " in text.getvalue()
+        assert f"pages        {summary['pages']} (" in text.getvalue()
