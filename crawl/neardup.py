@@ -211,6 +211,8 @@ class NearDuplicateDetector:
         self.refused = 0
         #: Pages not judged: too few features.
         self.unjudged = 0
+        #: Judged pages not added: a capture of their URL within ``k`` is held (:meth:`check`).
+        self.held_again = 0
 
     def __len__(self) -> int:
         """Pages held."""
@@ -219,13 +221,22 @@ class NearDuplicateDetector:
     def check(self, url: str, capture_id: int, fingerprint: Fingerprint) -> Verdict:
         """Judge a page (a capture of ``url``; ``capture_id``: the caller's integer name for
         it, what later verdicts return) and add it. Earlier captures of the same URL do not
-        count. O(log N) amortised, see :meth:`SimhashIndex.near`."""
+        count. O(log N) amortised, see :meth:`SimhashIndex.near`.
+
+        A capture is not added when the index holds one of the same URL within distance
+        ``k`` already (:attr:`held_again` counts them): a continuous crawl fetches its pages
+        again and again, and a page that changed little would otherwise fill the index with
+        copies of itself. A page that changed beyond ``k`` is added again."""
         if fingerprint.features < self.min_features:
             self.unjudged += 1
             return Verdict(judged=False)
         key = url_key(url)
-        match = self._nearest(fingerprint.value, key)
-        added = self._add(fingerprint.value, capture_id, key)
+        match, held = self._nearest(fingerprint.value, key)
+        if held:
+            self.held_again += 1
+            added = False
+        else:
+            added = self._add(fingerprint.value, capture_id, key)
         if match is None:
             return Verdict(judged=True, added=added)
         return Verdict(True, match[1], match[0], added)
@@ -239,21 +250,28 @@ class NearDuplicateDetector:
             fp, capture_id = entry[0], entry[1]
             self._add(fp, capture_id, url_key(entry[2]) if len(entry) > 2 else 0)
 
-    def _nearest(self, fingerprint: int, key: int) -> tuple[int, int] | None:
-        """(distance, capture id) of the nearest, earliest page of another URL, or None."""
+    def _nearest(self, fingerprint: int, key: int) -> tuple[tuple[int, int] | None, bool]:
+        """(distance, capture id) of the nearest, earliest page of another URL, or None; and
+        whether a capture of the URL ``key`` itself is within ``k``."""
         best: tuple[int, int, int] | None = None  # (distance, age rank, capture id)
+        held = False
         for rank, generation in enumerate((self._old, self._young)):
             if generation is None:
                 continue
+            found_other = False
             for slot, distance in generation.index.near(fingerprint):
                 other = generation.urls[slot]
                 if other and other == key:
-                    continue
-                candidate = (distance, rank, generation.captures[slot])
-                if best is None or candidate[:2] < best[:2]:
-                    best = candidate
-                break  # near() answers nearest first, then earliest: the rest are no better
-        return None if best is None else (best[0], best[2])
+                    held = True
+                elif not found_other:
+                    # near() answers nearest first, then earliest: the rest are no better.
+                    found_other = True
+                    candidate = (distance, rank, generation.captures[slot])
+                    if best is None or candidate[:2] < best[:2]:
+                        best = candidate
+                if held and found_other:
+                    break
+        return (None if best is None else (best[0], best[2])), held
 
     def _add(self, fingerprint: int, capture_id: int, key: int) -> bool:
         if self.when_full == "stop":

@@ -70,6 +70,9 @@ class NearDuplicateFunction(KeyedProcessFunction):
         self._judge: NearJudge | None = None
         self._producer_id = f"n{subtask.index}.{uuid.uuid4().hex[:12]}"
         self._status.gauge_functions["pages"] = lambda: len(self._judge or ())
+        self._status.gauge_functions["pages_held_again"] = lambda: (
+            self._judge.detector.held_again if self._judge is not None else 0
+        )
         mirror_status(self._status, runtime_context, "neardup")
 
     def close(self) -> None:

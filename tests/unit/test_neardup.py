@@ -62,8 +62,23 @@ def test_verdicts() -> None:
 def test_earlier_captures_of_the_same_url_do_not_count() -> None:
     detector = NearDuplicateDetector()
     detector.check("http://a/1", 1, _fp(7))
-    assert detector.check("http://a/1", 2, _fp(7)) == Verdict(True, added=True)
+    assert detector.check("http://a/1", 2, _fp(7 ^ 0b1000)) == Verdict(True, added=False)
     assert detector.check("http://b/1", 3, _fp(7)).duplicate_of == 1
+
+
+def test_a_refetched_page_is_held_once_until_it_changes_beyond_k() -> None:
+    """A continuous crawl's refetches do not fill the index with copies of one page."""
+    detector = NearDuplicateDetector(k=3)
+    detector.check("http://b/1", 1, _fp(0b111))
+    detector.check("http://a/1", 2, _fp(0))
+    for capture in range(3, 10):  # 1 bit from b/1, 2 from a/1's capture held: b/1 is nearer
+        verdict = detector.check("http://a/1", capture, _fp(0b11))
+        assert verdict == Verdict(True, 1, 1, False)  # judged against b/1, not added
+    assert (len(detector), detector.held_again) == (2, 7)
+    changed = 0xFF << 8  # 8 bits from every capture held
+    assert detector.check("http://a/1", 10, _fp(changed)) == Verdict(True, added=True)
+    assert detector.check("http://c/1", 11, _fp(changed ^ 1)).duplicate_of == 10
+    assert len(detector) == 4
 
 
 def test_short_texts_are_not_judged() -> None:
