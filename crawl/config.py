@@ -590,6 +590,10 @@ class RecrawlSection:
     #: probability ``change_target``.
     estimate_after: int = 4
     change_target: float = 0.5
+    #: 0: a page changed when its payload digest did; above 0: when its main text's simhash
+    #: is more than this many bits from the one of its last counted change (HTML pages with
+    #: ``neardup.min_features`` words or more; the others by digest).
+    change_distance: int = 0
     #: Visits the estimate remembers (older ones count half, then a quarter...).
     estimate_window: int = 32
     #: A failed fetch is tried again after retry_seconds x 2^(failures in a row - 1)...
@@ -624,6 +628,8 @@ class RecrawlSection:
         _check(self, "recrawl", "estimate_after", lambda v: 1 <= v <= 255,
                "an integer from 1 to 255")
         _check(self, "recrawl", "change_target", lambda v: 0 < v < 1, "a number between 0 and 1")
+        _check(self, "recrawl", "change_distance", lambda v: 0 <= v <= 32,
+               "an integer from 0 (any change of the payload) to 32")
         _check(self, "recrawl", "estimate_window", lambda v: 2 <= v <= 255,
                "an integer from 2 to 255")
         _check(self, "recrawl", "retire_failures", lambda v: 1 <= v <= 255,

@@ -133,6 +133,7 @@ class PageProcessor:
         links: LinkExtractor | None = None,
         near_duplicates: bool = False,
         recrawl: bool = False,
+        change_features: int = 0,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -151,6 +152,9 @@ class PageProcessor:
         self._links = links if links is not None else LinkExtractor(normalizer=normalizer)
         self._near_duplicates = near_duplicates
         self._recrawl = recrawl
+        # Above 0 (recrawl.change_distance): a page with at least this many features tells
+        # the recrawl schedule its main text's simhash instead of its payload digest.
+        self._change_features = change_features if recrawl else 0
         # Recrawl interval hints of the URLs the sitemap being read lists (changefreq).
         self._hints: dict[str, int] = {}
         #: Queries for the near-duplicate stage (:class:`crawl.near_judge.NearQuery`, encoded)
@@ -176,7 +180,8 @@ class PageProcessor:
                 found += [(parent, hops, result.url) for parent in parents]
         digest = ""
         fingerprint = None
-        if self._near_duplicates and page is not None and page.document is not None:
+        if ((self._near_duplicates or self._change_features) and page is not None
+                and page.document is not None):
             fingerprint = fingerprint_of(page.document)
         near_query = False
         if result.http_status > 0:
@@ -204,7 +209,7 @@ class PageProcessor:
             elif captures is not None and key.startswith("sha1:") and self._warc.last_capture:
                 captures.put(key, self._warc.last_capture)
             # An exact duplicate is a revisit already; the others meet the near-duplicate stage.
-            near_query = fingerprint is not None and earlier is None
+            near_query = self._near_duplicates and fingerprint is not None and earlier is None
             status.count("warc.pairs")
             status.count("bytes", len(result.body))
         elif result.body:
@@ -224,7 +229,11 @@ class PageProcessor:
             result.started_ms,
         )
         if self._recrawl:
-            done = (*done, _revisit(result, digest).encode())
+            simhash = None
+            if (self._change_features and fingerprint is not None
+                    and fingerprint.features >= self._change_features):
+                simhash = fingerprint.value
+            done = (*done, _revisit(result, digest, simhash).encode())
         if not near_query or fingerprint is None or self._warc.last_capture is None:
             return self._route(found, done, result.url)
         # The page's outcome goes with the query: the near-duplicate stage sends it on with
@@ -459,8 +468,9 @@ def _last_capture(result: FetchResult) -> Capture | None:
     return Capture(result.url, iso_timestamp_ms(state.captured_s * 1000), "")
 
 
-def _revisit(result: FetchResult, digest: str) -> Revisit:
-    """What a page's done event tells the recrawl schedule (:mod:`crawl.recrawl`)."""
+def _revisit(result: FetchResult, digest: str, simhash: int | None = None) -> Revisit:
+    """What a page's done event tells the recrawl schedule (:mod:`crawl.recrawl`): for a 2xx
+    the ``simhash`` of its main text when given, else its payload ``digest``."""
     try:
         state = RecrawlState.decode(result.recrawl) if result.recrawl is not None else None
     except (ValueError, TypeError):
@@ -474,6 +484,8 @@ def _revisit(result: FetchResult, digest: str) -> Revisit:
             # A redirect changes when its target does.
             location = (result.header("Location") or "").encode("utf-8", "replace")
             observation = Observation(digest64(sha1_digest(location)))
+        elif simhash is not None:
+            observation = Observation(simhash, etag, modified, simhash=True)
         else:
             observation = Observation(digest64(digest), etag, modified)
     return Revisit(state, observation)

@@ -15,15 +15,17 @@ The interval (bounded by ``min_seconds`` and ``max_seconds``, or by a matching o
 
 * the first fetch: ``initial_seconds`` (or the URL's hint: a sitemap's ``changefreq``);
 * a later observation (a 2xx or a 304) is a visit that found the page changed (its content
-  digest differs; a 304 is unchanged) or not. For the first ``estimate_after`` visits Nutch's
-  AdaptiveFetchSchedule applies: the interval shrinks by ``dec_rate`` after a change and grows
-  by ``inc_rate`` otherwise. From then on, Cho and Garcia-Molina's estimator of a Poisson
-  change rate from ``n`` visits at interval ``I`` that found ``X`` changes,
-  ``rate = -ln((n - X + 0.5) / (n + 0.5)) / I`` (their bias-reduced estimator: finite when
-  every visit found a change), sets the interval at which a visit finds a change with
-  probability ``change_target``: ``-ln(1 - change_target) / rate``; it moves at most by a factor
-  ``1 + inc_rate`` up and 4 down per visit, and the visit counts are halved past
-  ``estimate_window`` visits so that the estimate follows a page whose rate changes;
+  digest differs, or with ``change_distance`` its main text's simhash is more than that many
+  bits from the one of its last counted change; a 304 is unchanged) or not. For the first
+  ``estimate_after`` visits Nutch's AdaptiveFetchSchedule applies: the interval shrinks by
+  ``dec_rate`` after a change and grows by ``inc_rate`` otherwise. From then on, Cho and
+  Garcia-Molina's estimator of a Poisson change rate from ``n`` visits at interval ``I`` that
+  found ``X`` changes, ``rate = -ln((n - X + 0.5) / (n + 0.5)) / I`` (their bias-reduced
+  estimator: finite when every visit found a change), sets the interval at which a visit
+  finds a change with probability ``change_target``: ``-ln(1 - change_target) / rate``; it
+  moves at most by a factor ``1 + inc_rate`` up and 4 down per visit, and the visit counts
+  are halved past ``estimate_window`` visits so that the estimate follows a page whose rate
+  changes;
 * a failure (no usable answer) is tried again after ``retry_seconds x 2^(failures in a row -
   1)``, and the URL is retired (never due again, kept as seen) after ``retire_failures``
   failures in a row, or ``gone_failures`` in a row of 404, 410 or a host name that no longer
@@ -388,8 +390,11 @@ class RecrawlSchedule:
             modified = modified or state.modified_s
             what = "not-modified"
         else:
-            changed = bool(state.digest) and seen.digest != state.digest
+            changed = self._changed(state, seen)
             digest, simhash, captured = seen.digest, seen.simhash, now_s
+            if not changed and seen.simhash and state.simhash and state.digest:
+                # Compared with the last counted change: small changes add up to one.
+                digest = state.digest
             what = "changed" if changed else "unchanged"
         if not state.observed_s:
             interval: float = state.interval_s or initial
@@ -417,6 +422,16 @@ class RecrawlSchedule:
             simhash=simhash,
         )
         return new, at_ms + new.interval_s * 1000, what
+
+    def _changed(self, state: RecrawlState, seen: Observation) -> bool:
+        """Whether a 2xx found the page changed since ``state`` (never at a first visit): its
+        main text's simhash more than ``change_distance`` bits away when both are simhashes,
+        else its digest differs (or one is a simhash and the other not)."""
+        if not state.digest:
+            return False
+        if seen.simhash and state.simhash:
+            return (seen.digest ^ state.digest).bit_count() > self.section.change_distance
+        return seen.digest != state.digest or seen.simhash != state.simhash
 
     def _adapt(self, interval: float, visits: int, changes: int, changed: bool) -> float:
         section = self.section

@@ -121,6 +121,9 @@ class ProcessFunction(KeyedProcessFunction):
             dedup_min_bytes=config.warc.revisit_min_bytes,
             near_duplicates=self._near_queries is not None and config.neardup.enabled,
             recrawl=config.recrawl.enabled,
+            change_features=(
+                config.neardup.min_features if config.recrawl.change_distance else 0
+            ),
         )
         mirror_status(self._status, runtime_context, "process")
 

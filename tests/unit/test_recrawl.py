@@ -71,6 +71,33 @@ def test_nutch_rule_then_cho_estimate_shrink_for_change_and_grow_for_none() -> N
     assert quiet.visits <= SECTION.estimate_window
 
 
+def test_with_change_distance_small_changes_of_the_main_text_are_not_changes() -> None:
+    """Simhash observations: a change is more than ``change_distance`` bits from the version
+    of the last counted change, so small edits add up; digests and simhashes never compare."""
+    schedule = RecrawlSchedule(RecrawlSection(
+        enabled=True, initial_seconds=100.0, min_seconds=5.0, max_seconds=10_000.0,
+        change_distance=3,
+    ))
+    base = 0xF0F0_0000_0000_0000
+    state, at, _ = visit(schedule, None, T0, Observation(base, simhash=True))
+    assert (state.digest, state.simhash) == (base, True)
+    for bits, expected in ((0b1, "unchanged"), (0b11, "unchanged"), (0b111, "unchanged"),
+                           (0b1111, "changed"), (0b1111, "unchanged")):
+        state, at, what = visit(schedule, state, at, Observation(base ^ bits, simhash=True))
+        assert what == expected, bits
+    assert state.digest == base ^ 0b1111  # the version of the last change is kept
+    assert (state.visits, state.changes) == (5, 1)
+    # A page that falls back to its digest (too few words now) has changed.
+    state, at, what = visit(schedule, state, at, Observation(base ^ 0b1111))
+    assert what == "changed"
+    assert not state.simhash
+    # With change_distance 0 (the default) every other digest is a change.
+    plain = RecrawlSchedule(SECTION)
+    first, at, _ = visit(plain, None, T0, Observation(base, simhash=True))
+    assert visit(plain, first, at, Observation(base ^ 1, simhash=True))[2] == "changed"
+    assert visit(plain, first, at, Observation(base, simhash=True))[2] == "unchanged"
+
+
 def test_the_estimate_settles_where_half_the_visits_find_a_change() -> None:
     """A page that changes every 60 s, visited at the interval the schedule picks: the interval
     settles near the one at which a visit finds a change half the time (Poisson: 60 ln 2)."""
@@ -179,6 +206,8 @@ def test_config_is_checked() -> None:
         load_config(overrides={"recrawl.enabled": "true", "priority.enabled": "false"})
     with pytest.raises(ConfigError, match="min_seconds"):
         load_config(overrides={"recrawl.min_seconds": "100", "recrawl.max_seconds": "10"})
+    with pytest.raises(ConfigError, match="change_distance"):
+        load_config(overrides={"recrawl.change_distance": "40"})
     assert load_config(overrides={"recrawl.enabled": "true"}).recrawl.enabled
 
 

@@ -188,11 +188,15 @@ def test_queue_entries_keep_a_revisits_state() -> None:
 # ---------------------------------------------------------------------------- process stage
 
 
-def _processor(tmp_path: Path) -> tuple[PageProcessor, WarcFileWriter, StageStatus]:
+def _processor(
+    tmp_path: Path, change_features: int = 0
+) -> tuple[PageProcessor, WarcFileWriter, StageStatus]:
     warc = WarcFileWriter(tmp_path / "warc", "test", 0)
     log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
     status = StageStatus(tmp_path / "status", "process", 0, interval=60)
-    return PageProcessor(warc, log, 256, status, producer_id="0.r", recrawl=True), warc, status
+    processor = PageProcessor(warc, log, 256, status, producer_id="0.r", recrawl=True,
+                              change_features=change_features)
+    return processor, warc, status
 
 
 def _done_events(lines: list[str]) -> list[tuple]:
@@ -240,6 +244,40 @@ def test_a_changed_page_reports_its_digest_and_validators(tmp_path: Path) -> Non
     assert observation.digest not in (0, 77)
     assert observation.etag == '"v2"'
     assert observation.last_modified == "Tue, 14 Nov 2023 22:13:20 GMT"
+    warc.close()
+
+
+def _article(words: list[str], footer: str) -> bytes:
+    return (
+        f"<html><body><article><p>{' '.join(words)}</p></article>"
+        f"<footer>{footer}</footer></body></html>"
+    ).encode()
+
+
+def test_with_change_distance_a_page_reports_its_main_texts_simhash(tmp_path: Path) -> None:
+    """recrawl.change_distance: an HTML page of enough words is observed by the simhash of its
+    main text (a new footer changes its digest, not its simhash); a short one by digest."""
+    processor, warc, status = _processor(tmp_path, change_features=32)
+    words = [f"word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(60)]
+
+    def observe(body: bytes, url: str = "http://a.test/p"):
+        result = FetchResult(
+            url=url, status=Status.FETCHED, reason="", http_status=200, http_reason="OK",
+            response_headers=[("Content-Type", "text/html")], body=body,
+            started_ms=1_700_000_100_000, hops="L", via="http://a.test/",
+            recrawl=RecrawlState(1, 60, 77, observed_s=1).encode(),
+        )
+        (event,) = _done_events(processor.process(result))
+        return Revisit.decode(event[5]).observation
+
+    first = observe(_article(words, "visits: one"))
+    again = observe(_article(words, "visits: two hundred"))
+    assert first.simhash
+    assert again.simhash
+    assert first.digest == again.digest
+    short = observe(_article(words[:5], "visits: one"), "http://a.test/short")
+    assert not short.simhash
+    assert "neardup.queries" not in status.counters  # the near-duplicate stage is off
     warc.close()
 
 
