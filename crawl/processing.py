@@ -48,6 +48,7 @@ from crawl.recrawl import (
     Revisit,
     digest64,
     is_refetch,
+    parse_lastmod,
 )
 from crawl.scope import UrlPolicy
 from crawl.sitemaps import (
@@ -155,7 +156,8 @@ class PageProcessor:
         # Above 0 (recrawl.change_distance): a page with at least this many features tells
         # the recrawl schedule its main text's simhash instead of its payload digest.
         self._change_features = change_features if recrawl else 0
-        # Recrawl interval hints of the URLs the sitemap being read lists (changefreq).
+        # Recrawl interval hints of the URLs the sitemap being read lists (its changefreq, or
+        # the time since its lastmod).
         self._hints: dict[str, int] = {}
         #: Queries for the near-duplicate stage (:class:`crawl.near_judge.NearQuery`, encoded)
         #: made by :meth:`process`; the caller takes them.
@@ -336,7 +338,9 @@ class PageProcessor:
                 hosts.add(_host(result.via))
             found += self._resolved(result.url, document.urls, result.hops + "M", hosts)
             if self._recrawl:
-                self._hints = _changefreq_hints(self._normalizer, result.url, document.urls)
+                self._hints = _sitemap_hints(
+                    self._normalizer, result.url, document.urls, result.started_ms // 1000
+                )
         return found
 
     def _resolved(
@@ -440,15 +444,22 @@ def metadata_fields(
     return fields
 
 
-def _changefreq_hints(
-    normalizer: UrlNormalizer, base: str, entries: list[SitemapEntry]
+def _sitemap_hints(
+    normalizer: UrlNormalizer, base: str, entries: list[SitemapEntry], now_s: int
 ) -> dict[str, int]:
-    """The recrawl interval hints (seconds) of a sitemap's entries that give a changefreq."""
+    """The recrawl interval hints (seconds) of a sitemap's entries: its ``changefreq``, else
+    the time since its ``lastmod`` (for a page that changes at a steady rate, the time since
+    its last change is on average the time between two changes). The schedule's bounds
+    apply."""
     hints = {}
     for entry in entries:
-        if entry.changefreq in CHANGEFREQ_SECONDS:
+        seconds = CHANGEFREQ_SECONDS.get(entry.changefreq or "", 0)
+        if not seconds:
+            lastmod = parse_lastmod(entry.lastmod, now_s)
+            seconds = max(1, now_s - lastmod) if lastmod else 0
+        if seconds:
             try:
-                hints[normalizer.resolve(base, entry.url)] = CHANGEFREQ_SECONDS[entry.changefreq]
+                hints[normalizer.resolve(base, entry.url)] = seconds
             except UrlError:
                 continue
     return hints

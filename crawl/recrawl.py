@@ -13,7 +13,8 @@ absolute values.
 
 The interval (bounded by ``min_seconds`` and ``max_seconds``, or by a matching override):
 
-* the first fetch: ``initial_seconds`` (or the URL's hint: a sitemap's ``changefreq``);
+* the first fetch: ``initial_seconds`` (or the URL's hint: a sitemap's ``changefreq``, else
+  the time since its sitemap ``lastmod``);
 * a later observation (a 2xx or a 304) is a visit that found the page changed (its content
   digest differs, or with ``change_distance`` its main text's simhash is more than that many
   bits from the one of its last counted change; a 304 is unchanged) or not. For the first
@@ -38,6 +39,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import datetime
 import email.utils
 import math
 import re
@@ -65,6 +67,7 @@ __all__ = [
     "format_http_date",
     "parse_etag",
     "parse_http_date",
+    "parse_lastmod",
     "parse_overrides",
     "states_of_records",
     "store_states",
@@ -113,6 +116,36 @@ def parse_http_date(value: str | None) -> int:
         return 0
     seconds = int(parsed.timestamp())
     return seconds if 0 < seconds <= _U4 else 0
+
+
+def parse_lastmod(value: str | None, now_s: int) -> int:
+    """Seconds since the epoch of a sitemap's ``<lastmod>`` (W3C Datetime: ``2026-11-25``,
+    ``2026-11-25T08:30:00+01:00``...; an RSS ``pubDate`` or Atom ``updated`` too), 0 when
+    absent, invalid or later than ``now_s`` (a date in the future says nothing true). A date
+    without a time zone is taken as UTC."""
+    if not value:
+        return 0
+    text = value.strip()
+    try:
+        if len(text) == 4 and text.isdigit():  # a year alone
+            text += "-01-01"
+        elif len(text) == 7 and text[4] == "-":  # a year and month
+            text += "-01"
+        parsed = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        try:
+            parsed = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return 0
+        if parsed is None:
+            return 0
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    try:
+        seconds = int(parsed.timestamp())
+    except (OverflowError, OSError, ValueError):
+        return 0
+    return seconds if 0 < seconds <= min(now_s, _U4) else 0
 
 
 def format_http_date(seconds: int) -> str:

@@ -16,6 +16,7 @@ from crawl.recrawl import (
     format_http_date,
     parse_etag,
     parse_http_date,
+    parse_lastmod,
     parse_overrides,
     states_of_records,
     store_states,
@@ -226,6 +227,29 @@ def test_validator_parsing() -> None:
     assert digest64(digest) == digest64(digest) != digest64(sha1_digest(b"other")) != 0
     assert digest64("md5:zz") == 0
     assert digest64("sha1:not base32!") == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("2023-11-14T22:13:20Z", 1_700_000_000),
+        ("2023-11-14T23:13:20+01:00", 1_700_000_000),
+        ("2023-11-14T22:13:20.250+00:00", 1_700_000_000),
+        ("2023-11-14T22:13:20", 1_700_000_000),  # no time zone: UTC
+        ("2023-11-14", 1_699_920_000),
+        ("2023-11", 1_698_796_800),
+        ("2023", 1_672_531_200),
+        ("Tue, 14 Nov 2023 22:13:20 GMT", 1_700_000_000),  # an RSS pubDate
+        (" 2023-11-14 ", 1_699_920_000),
+        ("2023-11-15", 0),  # after now: says nothing true
+        ("yesterday", 0),
+        ("2023-13-01", 0),
+        ("", 0),
+        (None, 0),
+    ],
+)
+def test_sitemap_lastmod_parsing(text: str | None, seconds: int) -> None:
+    assert parse_lastmod(text, now_s=1_700_000_000) == seconds
 
 
 def test_states_travel_through_json_and_records() -> None:

@@ -289,15 +289,22 @@ def test_a_sitemaps_changefreq_starts_a_urls_schedule(tmp_path: Path, directory:
     status = StageStatus(tmp_path / "status", "process", 0, interval=60)
     processor = PageProcessor(warc, log, 256, status, producer_id="0.h", recrawl=True,
                               sitemaps=SitemapsSection())
+    # T0 is 2023-11-14T22:13:20Z: /blog changed 2 hours before the sitemap was read, /later
+    # claims a change in the future (ignored), /both has both (changefreq wins).
     body = (b"<urlset><url><loc>http://a.test/news</loc><changefreq>hourly</changefreq></url>"
-            b"<url><loc>http://a.test/about</loc></url></urlset>")
+            b"<url><loc>http://a.test/about</loc></url>"
+            b"<url><loc>http://a.test/blog</loc><lastmod>2023-11-14T21:13:20+01:00</lastmod>"
+            b"</url><url><loc>http://a.test/later</loc><lastmod>2023-11-15</lastmod></url>"
+            b"<url><loc>http://a.test/both</loc><lastmod>2023-11-14</lastmod>"
+            b"<changefreq>daily</changefreq></url></urlset>")
     sitemap = FetchResult(url="http://a.test/sitemap.xml", status=Status.FETCHED, reason="",
                           http_status=200, body=body, started_ms=T0, hops="S",
                           via="http://a.test/robots.txt",
                           response_headers=[("Content-Type", "application/xml")])
     (line,) = processor.process(sitemap)
     record = parse_record(decode_line(line)[1])
-    assert record.hint == [("http://a.test/news", 3600)]
+    assert record.hint == [("http://a.test/news", 3600), ("http://a.test/blog", 7200),
+                           ("http://a.test/both", 86_400)]
     warc.close()
     # The crawl DB keeps the hint with the URL and hands it out with its first fetch...
     db = CrawlDbPartition(directory, SECTION, priority=PRIORITY, recrawl=RECRAWL)
