@@ -159,15 +159,17 @@ class FailureWatch:
         self.last: FailureCause | None = None
         self.count = 0
 
-    def new(self) -> list[FailureCause]:
-        """The failures since the last call (none if the REST API does not answer)."""
+    def new(self) -> list[tuple[int, FailureCause]]:
+        """The failures since the last call, each with its number (1 for the job's first),
+        none if the REST API does not answer."""
         try:
             answer = self._get(self._path)
         except Exception:  # noqa: BLE001 - no answer now: ask again at the next poll
             return []
         found = failures_since(answer, self._told_ms) if isinstance(answer, Mapping) else []
+        told = self.count
         if found:
             self._told_ms = found[-1][0]
             self.last = found[-1][1]
             self.count += len(found)
-        return [cause for _, cause in found]
+        return [(told + number, cause) for number, (_, cause) in enumerate(found, 1)]

@@ -471,8 +471,8 @@ def _watch(
         now = time.monotonic()
         if failures is not None and (now >= next_failure_check or state != "RUNNING"):
             next_failure_check = now + _FAILURE_CHECK_SECONDS
-            for cause in failures.new():
-                print(f"task failure {failures.count}: {cause.line()}; Flink restarts the job "
+            for number, cause in failures.new():
+                print(f"task failure {number}: {cause.line()}; Flink restarts the job "
                       "from its last checkpoint", file=out, flush=True)
         if state in ("FAILED", "CANCELED", "FINISHED"):
             _raise_job_failure(client, state, layout, failures)

@@ -135,12 +135,12 @@ def test_the_watch_tells_each_failure_once_and_survives_a_silent_api() -> None:
         return answer
 
     watch = FailureWatch(get, "abc")
-    assert [c.path for c in watch.new()] == [
-        "/data/out/warc/crawl-20261125-00000-00003.warc.gz.open"]
+    assert [(n, c.path) for n, c in watch.new()] == [
+        (1, "/data/out/warc/crawl-20261125-00000-00003.warc.gz.open")]
     assert watch.new() == []
     assert watch.new() == []
     later = watch.new()
-    assert [c.machine for c in later] == [True, False]
+    assert [(n, c.machine) for n, c in later] == [(2, True), (3, False)]
     assert watch.count == 3
     assert watch.last is not None
     assert not watch.last.machine
