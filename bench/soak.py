@@ -28,6 +28,8 @@ import argparse
 import bisect
 import collections
 import json
+import os
+import re
 import statistics
 import subprocess
 import sys
@@ -97,6 +99,24 @@ def _disk(out: Path) -> dict[str, int]:
     return sizes
 
 
+def _native_memory(pid: int) -> dict[str, int]:
+    """Bytes the JVM itself committed (Native Memory Tracking): in all, and its Java heap.
+    What the process holds beyond them is native memory the JVM does not track: the embedded
+    Python interpreter's heap, RocksDB, and the C library's arenas."""
+    try:
+        text = subprocess.run(["jcmd", str(pid), "VM.native_memory", "summary"],
+                              capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    found = {}
+    for key, pattern in (("total", r"Total: reserved=\d+KB, committed=(\d+)KB"),
+                         ("heap", r"Java Heap \(reserved=\d+KB, committed=(\d+)KB")):
+        match = re.search(pattern, text)
+        if match:
+            found[key] = int(match.group(1)) * 1024
+    return found
+
+
 def _rest_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=5) as answer:
         return json.loads(answer.read())
@@ -105,8 +125,9 @@ def _rest_json(url: str) -> Any:
 class Watcher:
     """Samples a running crawl (memory, checkpoints, disk) in a thread."""
 
-    def __init__(self, root_pid: int, out: Path, every: float) -> None:
+    def __init__(self, root_pid: int, out: Path, every: float, jvm_memory: bool = False) -> None:
         self.root_pid = root_pid
+        self.jvm_memory = jvm_memory
         self.out = out
         self.every = every
         self.samples: list[dict[str, Any]] = []
@@ -142,7 +163,13 @@ class Watcher:
         for name, value in rss.items():
             self.peak_rss[name] = max(self.peak_rss.get(name, 0), value)
         self._checkpoints()
-        self.samples.append({"at": time.time(), "rss": rss, "disk": _disk(self.out)})
+        sample = {"at": time.time(), "rss": rss, "disk": _disk(self.out)}
+        if self.jvm_memory:
+            jvms = [name for name in rss if name.startswith("jvm:")]
+            if jvms:  # the MiniCluster's: the largest
+                jvm = max(jvms, key=rss.__getitem__)
+                sample["nmt"] = {"rss": rss[jvm], **_native_memory(int(jvm.split(":")[1]))}
+        self.samples.append(sample)
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
@@ -198,6 +225,9 @@ def main() -> None:
                         help="more crawler settings")
     parser.add_argument("--work", type=Path, help="keep the crawl's files here")
     parser.add_argument("--json", type=Path, help="write every sample here")
+    parser.add_argument("--jvm-memory", action="store_true",
+                        help="start the JVM with Native Memory Tracking and split its memory "
+                             "into what the JVM committed and the rest")
     args = parser.parse_args()
 
     config = WebConfig(seed=args.web_seed, hosts=args.hosts, pages_per_host=args.pages_per_host,
@@ -223,9 +253,12 @@ def main() -> None:
         for setting in recrawl:
             command += ["--set", setting]
         started = time.time()
+        env = dict(os.environ)
+        if args.jvm_memory:
+            env["JVM_ARGS"] = f"{env.get('JVM_ARGS', '')} -XX:NativeMemoryTracking=summary"
         crawl = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
-        watcher = Watcher(crawl.pid, out, args.sample_seconds)
+                                 stderr=subprocess.STDOUT, text=True, env=env)
+        watcher = Watcher(crawl.pid, out, args.sample_seconds, args.jvm_memory)
         output, _ = crawl.communicate(timeout=args.minutes * 60 + 1200)
         watcher.stop()
         ended = time.time()
@@ -298,6 +331,20 @@ def report(args: argparse.Namespace, web: Any, records: list, urls: list[str], w
             f"{disk.get('warc', 0) / 2**20:.1f} | {disk.get('checkpoints', 0) / 2**20:.1f} | "
             f"{fresh['freshness']:.3f} | {fresh['freshness_of_fetched']:.3f} |"
         )
+    if args.jvm_memory:
+        print("\n| window (min) | JVM RSS MiB | JVM-committed MiB | Java heap MiB |"
+              " RSS beyond the JVM's own MiB |")
+        print("|---|---:|---:|---:|---:|")
+        for lo, hi in zip(edges, edges[1:], strict=False):
+            inside = [s for s in watcher.samples if lo <= s["at"] < hi and s.get("nmt")]
+            if not inside:
+                continue
+            last = inside[-1]
+            jvm_rss = last["nmt"]["rss"] / 2**20
+            total = last["nmt"].get("total", 0) / 2**20
+            print(f"| {(lo - first_fetch) / 60:.1f}-{(hi - first_fetch) / 60:.1f} | "
+                  f"{jvm_rss:.0f} | {total:.0f} | {last['nmt'].get('heap', 0) / 2**20:.0f} | "
+                  f"{jvm_rss - total:.0f} |")
     print("\npeak RSS by process (MiB):",
           {name: round(value / 2**20) for name, value in sorted(watcher.peak_rss.items())})
     print("crawler summary:", {key: summary.get(key) for key in (

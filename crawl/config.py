@@ -307,6 +307,9 @@ class WarcSection:
     metadata_records: bool = True
     revisits: bool = True
     revisit_min_bytes: int = 1
+    #: A payload's first capture is forgotten this long after the payload was last seen
+    #: (0: never); 90 days.
+    revisit_window_seconds: float = 90 * 86_400.0
 
     def _validate(self) -> None:
         if not self.prefix or not all(c.isalnum() or c in "-_." for c in self.prefix):
@@ -315,6 +318,8 @@ class WarcSection:
             )
         _check(self, "warc", "max_file_bytes", lambda v: v >= 64 * 1024, "an integer >= 65536")
         _check(self, "warc", "revisit_min_bytes", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "warc", "revisit_window_seconds", lambda v: v == 0 or v >= 1,
+               "a number of seconds >= 1 (0: never forget)")
 
 
 @dataclasses.dataclass(frozen=True)

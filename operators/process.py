@@ -19,8 +19,9 @@ import time
 import uuid
 
 from pyflink.common import Types
+from pyflink.common.time import Time
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
-from pyflink.datastream.state import ValueStateDescriptor
+from pyflink.datastream.state import StateTtlConfig, ValueStateDescriptor
 
 from crawl.config import Config
 from crawl.crawl_log import CrawlLogWriter
@@ -54,6 +55,20 @@ class _StateCaptures:
 
     def put(self, digest: str, capture: Capture) -> None:
         self._state.update(f"{capture.target_uri} {capture.warc_date} {capture.record_id}")
+
+
+def first_capture_descriptor(window_seconds: float) -> ValueStateDescriptor:
+    """The ``first-capture`` state: with a window, a value expires that long after it was last
+    written or read (never returned once expired; RocksDB drops it at compaction)."""
+    descriptor = ValueStateDescriptor("first-capture", Types.STRING())
+    if window_seconds > 0:
+        descriptor.enable_time_to_live(
+            StateTtlConfig.new_builder(Time.milliseconds(int(window_seconds * 1000)))
+            .set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
+            .set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
+            .build()
+        )
+    return descriptor
 
 
 class ProcessFunction(KeyedProcessFunction):
@@ -94,7 +109,7 @@ class ProcessFunction(KeyedProcessFunction):
             },
         )
         self._captures = _StateCaptures(
-            runtime_context.get_state(ValueStateDescriptor("first-capture", Types.STRING()))
+            runtime_context.get_state(first_capture_descriptor(config.warc.revisit_window_seconds))
         )
         # Each line goes to the file as it is written: a line still buffered when the
         # TaskManager dies would be lost for good if the restored checkpoint counts its fetch

@@ -148,10 +148,11 @@ def _stop_leftovers(base: Path) -> None:
 
 @contextmanager
 def standalone_cluster(
-    tmp_path: Path, settings: Mapping[str, Any] | None = None
+    tmp_path: Path, settings: Mapping[str, Any] | None = None, min_slots: int = 2
 ) -> Iterator[Cluster]:
     """A JobManager and a TaskManager with 2 slots, on free ports, with ``settings`` added to
-    the cluster's ``config.yaml``; stopped (and any daemon left killed) on exit."""
+    the cluster's ``config.yaml``; returns once ``min_slots`` slots are registered; stopped
+    (and any daemon left killed) on exit."""
     base = tmp_path / "flink"
     rpc_port, rest_port = free_ports(2)
     _write_conf_dir(base / "conf", base, rpc_port, rest_port, settings or {})
@@ -175,7 +176,7 @@ def standalone_cluster(
         deadline = time.monotonic() + 60
         while True:
             try:
-                if running.get("/overview")["slots-total"] >= 2:
+                if running.get("/overview")["slots-total"] >= min_slots:
                     break
             except OSError:
                 pass
