@@ -296,7 +296,10 @@ def test_crawl_survives_three_taskmanager_kills(
     for kill in kills:
         assert kill.restored_id >= kill.checkpoint_id
     assert all(len(failure.duplicates) <= 15 for failure in failures), report
-    assert restarts >= KILLS
+    # Each kill failed the job, which restarted (Flink's exception history; its numRestarts
+    # metric, printed above, has been seen to lag behind it).
+    for kill in kills:
+        assert any(kill.at <= failure.at <= kill.running_again for failure in failures), report
 
     # Every WARC file readable, none left open (the drain finalised the restored attempt's
     # files; the killed attempts' ones were finalised when their subtasks restarted).
