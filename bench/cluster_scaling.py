@@ -34,9 +34,10 @@ _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
+from e2e_throughput import from_request_log  # noqa: E402
 from rounds import alternate  # noqa: E402
 
-from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log  # noqa: E402
+from synthweb import SyntheticWebServer, WebConfig, audit_log  # noqa: E402
 from synthweb.proctree import ProcessTreeMonitor  # noqa: E402
 from tests.integration.cluster_fixture import (  # noqa: E402
     standalone_cluster,
@@ -51,20 +52,6 @@ LAYOUTS = {
     "1 TM, p2": (1, 2, 2),
     "2 TMs, p2": (2, 1, 2),
 }
-
-
-def from_request_log(records: list[RequestRecord]) -> dict[str, Any]:
-    """Pages, window and pages/s as the server saw them (robots.txt requests excluded), as
-    ``bench/e2e_throughput.py`` counts them."""
-    pages = [r for r in records if r.path != "/robots.txt"]
-    if not pages:
-        return {"pages": 0, "window_s": 0.0, "pages_per_s": 0.0}
-    window = max(r.end for r in pages) - min(r.start for r in pages)
-    return {
-        "pages": len(pages),
-        "window_s": round(window, 2),
-        "pages_per_s": round(len(pages) / window, 1) if window > 0 else 0.0,
-    }
 
 
 def one_round(args: argparse.Namespace, layout: str) -> dict[str, Any]:

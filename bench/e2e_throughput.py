@@ -32,7 +32,6 @@ sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
 from rounds import alternate  # noqa: E402
-from scrapy_baseline import run_scrapy  # noqa: E402
 
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log  # noqa: E402
 from synthweb.proctree import ProcessTreeMonitor  # noqa: E402
@@ -95,6 +94,8 @@ def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
             elif crawler == "baseline":
                 figures = run_ours(server.proxy_url, seeds, args, work, args.baseline)
             else:
+                from scrapy_baseline import run_scrapy  # Scrapy is needed only here
+
                 result = run_scrapy(server.proxy_url, seeds, delay=args.delay,
                                     budget=args.budget)
                 figures = {
