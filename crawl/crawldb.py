@@ -72,6 +72,7 @@ import numpy as np
 from crawl.admission import Admission
 from crawl.config import CrawlDbSection, PrioritySection, RecrawlSection
 from crawl.loop import (
+    Announcement,
     DoneEvent,
     IntervalHint,
     LoopRecordError,
@@ -93,6 +94,7 @@ from drum import (
     DuePolicy,
     ManifestHistory,
     MergeResult,
+    announced,
     discoveries,
     host_key,
     neutral,
@@ -125,6 +127,17 @@ _NOT_OUTCOMES = ("NONE", "UNFETCHED", "QUEUED")
 FLAG_NEAR_DUPLICATE = 1
 # Near-duplicate marks wait among the done events under this name (not a status).
 _NEAR = "~near"
+
+
+def _seconds_of(
+    pairs: Sequence[tuple[str, int]], found: Sequence[tuple[str, str, str]], rescores: int
+) -> list[int]:
+    """The seconds ``pairs`` give each found URL (0: none, at most 2^32 - 1), then 0 for each
+    rescore (a link's worth changed: nothing else)."""
+    if not pairs:
+        return [0] * (len(found) + rescores)
+    seconds = dict(pairs)
+    return [min(seconds.get(url, 0), 0xFFFFFFFF) for url, _, _ in found] + [0] * rescores
 
 
 def partition_of(vnode: int, partitions: int) -> int:
@@ -316,6 +329,7 @@ class CrawlDbPartition:
         self._found_at: list[int] = []  # arrival time of each found URL (0: replayed)
         self._found_weight: list[float] = []  # 1 for a link found, another for a rescore
         self._found_hint: list[int] = []  # a recrawl interval hint (s; 0: none)
+        self._found_lastmod: list[int] = []  # a sitemap's lastmod (s; 0: none)
         self._done: list[DoneEvent] = []
         # Order of the pending operations: True for a found URL, False for a done event.
         self._order: list[bool] = []
@@ -327,7 +341,8 @@ class CrawlDbPartition:
             except LoopRecordError:
                 self.unreadable_journal_entries += 1
                 continue
-            self._append(record.found, record.done, 0, record.rescore, record.near, record.hint)
+            self._append(record.found, record.done, 0, record.rescore, record.near, record.hint,
+                         record.lastmod)
 
     # ------------------------------------------------------------------ figures
 
@@ -376,13 +391,14 @@ class CrawlDbPartition:
         rescore: Sequence[Rescore] = (),
         near: Sequence[NearMark] = (),
         hints: Sequence[IntervalHint] = (),
+        lastmods: Sequence[Announcement] = (),
     ) -> Answer:
-        """Take the found URLs (with their recrawl interval ``hints``), done events, rescores
-        and near-duplicate marks of one loop record; when the pending operations reach
-        ``buffer_ops``, merge them all and deliver the answers."""
+        """Take the found URLs (with their recrawl interval ``hints`` and sitemap
+        ``lastmods``), done events, rescores and near-duplicate marks of one loop record; when
+        the pending operations reach ``buffer_ops``, merge them all and deliver the answers."""
         if self._admission is not None and found:
             self._admission.saw_links(found)
-        self._append(found, done, now_ms, rescore, near, hints)
+        self._append(found, done, now_ms, rescore, near, hints, lastmods)
         if len(self._order) >= self._buffer_ops:
             return self.flush(now_ms)
         return Answer()
@@ -404,7 +420,7 @@ class CrawlDbPartition:
                     self._release_ms, int(spent_ms / self._release_share)
                 )
         self._found, self._found_at, self._done, self._order = [], [], [], []
-        self._found_weight, self._found_hint = [], []
+        self._found_weight, self._found_hint, self._found_lastmod = [], [], []
         self._merged = True
         self._deliver(results, now_ms, answer)
         return answer
@@ -441,6 +457,7 @@ class CrawlDbPartition:
         rescore: Sequence[Rescore] = (),
         near: Sequence[NearMark] = (),
         hints: Sequence[IntervalHint] = (),
+        lastmods: Sequence[Announcement] = (),
     ) -> None:
         # A loop record's outcomes come before its links (a page's own outcome first).
         done = list(done) + [(url, _NEAR, distance, of, now_ms) for url, of, distance in near]
@@ -451,12 +468,8 @@ class CrawlDbPartition:
         self._found_at.extend([now_ms] * count)
         self._found_weight.extend([1.0] * len(found))
         self._found_weight.extend(weight for _, _, _, weight in rescore)
-        if hints:
-            seconds = dict(hints)
-            self._found_hint.extend(min(seconds.get(url, 0), 0xFFFFFFFF) for url, _, _ in found)
-        else:
-            self._found_hint.extend([0] * len(found))
-        self._found_hint.extend([0] * len(rescore))
+        self._found_hint += _seconds_of(hints, found, len(rescore))
+        self._found_lastmod += _seconds_of(lastmods, found, len(rescore))
         self._order.extend([False] * len(done))
         self._order.extend([True] * count)
         self._ops_since_release += len(done) + count
@@ -477,9 +490,10 @@ class CrawlDbPartition:
                 arrived = self._found_at[found_at : found_at + j - i]
                 weights = self._found_weight[found_at : found_at + j - i]
                 hints = self._found_hint[found_at : found_at + j - i]
+                lastmods = self._found_lastmod[found_at : found_at + j - i]
                 found_at += j - i
-                results += self._discoveries(batch_found, arrived, weights, hints, now_ms,
-                                             answer)
+                results += self._discoveries(batch_found, arrived, weights, hints, lastmods,
+                                             now_ms, answer)
             else:
                 batch_done = self._done[done_at : done_at + j - i]
                 done_at += j - i
@@ -493,6 +507,7 @@ class CrawlDbPartition:
         arrived: Sequence[int],
         weights: Sequence[float],
         hints: Sequence[int],
+        lastmods: Sequence[int],
         now_ms: int,
         answer: Answer,
     ) -> list[MergeResult]:
@@ -507,9 +522,12 @@ class CrawlDbPartition:
         if rescored:
             score *= np.fromiter(weights, np.float32, n)
             answer.count("urls.rescored", rescored)
-        interval = np.fromiter(hints, np.uint32, n) if self._schedule is not None else 0
+        interval = announced_s = 0
+        if self._schedule is not None:
+            interval = np.fromiter(hints, np.uint32, n)
+            announced_s = np.fromiter(lastmods, np.uint32, n)
         values = discoveries(n, now_ms=at, depth=depth, host=hosts, score=score,
-                             interval_s=interval)
+                             interval_s=interval, announced_s=announced_s)
         payloads = [encode_payload(url, hops, via) for url, hops, via in found]
         answer.count("urls.found", n - rescored)
         return self._drum.check_update(url_keys(urls), values, payloads, now_ms=now_ms)
@@ -599,6 +617,8 @@ class CrawlDbPartition:
                 answer.count("releases")
                 answer.count("urls.released.revisits", result.due.revisits)
                 values = result.due.values
+                early = announced(values) & (values["next_fetch_ms"] > now_ms)
+                answer.count("urls.released.announced", int(np.count_nonzero(early)))
                 depth = np.where(values["depth"] == NO_DEPTH, 0, values["depth"])
                 ranks = rank(values["score"].astype(np.float64), depth, self._scores.depth_penalty)
                 states = (

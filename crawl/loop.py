@@ -6,7 +6,8 @@ One loop line carries everything one page produced for one virtual node::
                  "done": [[url, status, http, reason, ms(, revisit)], ...],
                  "rescore": [[url, hops, via, weight], ...],
                  "near": [[url, original url, distance], ...],
-                 "hint": [[url, seconds], ...]}
+                 "hint": [[url, seconds], ...],
+                 "lastmod": [[url, seconds since the epoch], ...]}
 
 ``rescore`` and ``near`` come from the near-duplicate stage (:mod:`crawl.near_judge`): a URL a
 near-duplicate page linked gets ``weight`` (negative) times what that link added to its score
@@ -18,7 +19,8 @@ recrawl state the URL was fetched with and what the fetch saw (:class:`crawl.rec
 encoded), from which the crawl DB computes its next fetch time.
 
 ``hint`` gives found URLs a recrawl interval hint (a sitemap's ``changefreq``), which a
-continuous crawl starts their schedule with.
+continuous crawl starts their schedule with; ``lastmod`` the time a sitemap says their content
+last changed, which makes a URL fetched before then due again.
 
 ``i`` makes every line unique (its producer's id and sequence number), which the loop janitor
 relies on (:mod:`crawl.loop_janitor`).
@@ -77,6 +79,8 @@ Rescore = tuple[str, str, str, float]
 NearMark = tuple[str, str, int]
 #: A found URL's recrawl interval hint: (url, seconds).
 IntervalHint = tuple[str, int]
+#: A found URL's last change as a sitemap announces it: (url, seconds since the epoch).
+Announcement = tuple[str, int]
 
 
 class LoopRecord(NamedTuple):
@@ -87,6 +91,7 @@ class LoopRecord(NamedTuple):
     rescore: list[Rescore]
     near: list[NearMark]
     hint: list[IntervalHint]
+    lastmod: list[Announcement]
 
 
 class LoopRecordError(ValueError):
@@ -101,11 +106,12 @@ def encode_line(
     rescore: Iterable[Rescore] = (),
     near: Iterable[NearMark] = (),
     hint: Iterable[IntervalHint] = (),
+    lastmod: Iterable[Announcement] = (),
 ) -> str:
     """One loop line; empty lists (and an empty id) are left out."""
     payload: dict[str, Any] = {"i": line_id} if line_id else {}
     for name, items in (("found", found), ("done", done), ("rescore", rescore), ("near", near),
-                        ("hint", hint)):
+                        ("hint", hint), ("lastmod", lastmod)):
         items = list(items)
         if items:
             payload[name] = items
@@ -142,9 +148,10 @@ def parse_record(payload: str) -> LoopRecord:
         ]
         near = [(str(u), str(o), int(d)) for u, o, d in _items(data.get("near", []), 3)]
         hint = [(str(u), max(0, int(s))) for u, s in _items(data.get("hint", []), 2)]
+        lastmod = [(str(u), max(0, int(s))) for u, s in _items(data.get("lastmod", []), 2)]
     except (ValueError, TypeError, AttributeError) as error:
         raise LoopRecordError(f"bad loop payload: {error}: {payload[:120]!r}") from None
-    return LoopRecord(found, done, rescore, near, hint)
+    return LoopRecord(found, done, rescore, near, hint, lastmod)
 
 
 def _finite(value: Any) -> float:

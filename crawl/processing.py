@@ -157,8 +157,9 @@ class PageProcessor:
         # the recrawl schedule its main text's simhash instead of its payload digest.
         self._change_features = change_features if recrawl else 0
         # Recrawl interval hints of the URLs the sitemap being read lists (its changefreq, or
-        # the time since its lastmod).
+        # the time since its lastmod), and their lastmod (s).
         self._hints: dict[str, int] = {}
+        self._lastmods: dict[str, int] = {}
         #: Queries for the near-duplicate stage (:class:`crawl.near_judge.NearQuery`, encoded)
         #: made by :meth:`process`; the caller takes them.
         self.near_queries: list[str] = []
@@ -166,7 +167,7 @@ class PageProcessor:
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
-        self._hints = {}
+        self._hints, self._lastmods = {}, {}
         status = self._status
         robots = result.hops.endswith(PREREQUISITE_HOP)
         page: ParsedLinks | None = None
@@ -254,7 +255,11 @@ class PageProcessor:
         vnode, with ``done`` (the page's own outcome) in the line of its own vnode."""
         status = self._status
         status.count("links.found", len(found))
-        fresh = [item for item in found if self._recent.add(_recent_key(item))]
+        # A URL a sitemap gives a lastmod for goes to the crawl DB even when found lately: the
+        # date may announce new content of a known URL.
+        lastmods = self._lastmods
+        fresh = [item for item in found
+                 if self._recent.add(_recent_key(item)) or item[0] in lastmods]
         if len(fresh) < len(found):
             status.count("links.recent", len(found) - len(fresh))
             found = fresh
@@ -277,6 +282,8 @@ class PageProcessor:
                 line_id=self._next_line_id(),
                 hint=[(url, hints[url]) for url, _, _ in group if url in hints] if hints
                 else (),
+                lastmod=[(url, lastmods[url]) for url, _, _ in group if url in lastmods]
+                if lastmods else (),
             )
             for vnode, group in groups.items()
         ]
@@ -338,7 +345,7 @@ class PageProcessor:
                 hosts.add(_host(result.via))
             found += self._resolved(result.url, document.urls, result.hops + "M", hosts)
             if self._recrawl:
-                self._hints = _sitemap_hints(
+                self._hints, self._lastmods = _sitemap_schedule(
                     self._normalizer, result.url, document.urls, result.started_ms // 1000
                 )
         return found
@@ -444,25 +451,30 @@ def metadata_fields(
     return fields
 
 
-def _sitemap_hints(
+def _sitemap_schedule(
     normalizer: UrlNormalizer, base: str, entries: list[SitemapEntry], now_s: int
-) -> dict[str, int]:
-    """The recrawl interval hints (seconds) of a sitemap's entries: its ``changefreq``, else
-    the time since its ``lastmod`` (for a page that changes at a steady rate, the time since
-    its last change is on average the time between two changes). The schedule's bounds
-    apply."""
-    hints = {}
+) -> tuple[dict[str, int], dict[str, int]]:
+    """What a sitemap's entries tell the recrawl schedule: interval hints (seconds), from an
+    entry's ``changefreq``, else the time since its ``lastmod`` (for a page that changes at a
+    steady rate, the time since its last change is on average the time between two changes;
+    the schedule's bounds apply); and each ``lastmod`` (seconds since the epoch, not in the
+    future), which makes a known URL due when it is newer than the URL's last fetch."""
+    hints, lastmods = {}, {}
     for entry in entries:
         seconds = CHANGEFREQ_SECONDS.get(entry.changefreq or "", 0)
-        if not seconds:
-            lastmod = parse_lastmod(entry.lastmod, now_s)
-            seconds = max(1, now_s - lastmod) if lastmod else 0
-        if seconds:
+        lastmod = parse_lastmod(entry.lastmod, now_s)
+        if not seconds and lastmod:
+            seconds = max(1, now_s - lastmod)
+        if seconds or lastmod:
             try:
-                hints[normalizer.resolve(base, entry.url)] = seconds
+                url = normalizer.resolve(base, entry.url)
             except UrlError:
                 continue
-    return hints
+            if seconds:
+                hints[url] = seconds
+            if lastmod:
+                lastmods[url] = lastmod
+    return hints, lastmods
 
 
 def _last_capture(result: FetchResult) -> Capture | None:

@@ -3,7 +3,7 @@ Management, with flink-crawler's due selection and archiving). Plain Python and 
 Flink here, so it is tested and benchmarked alone (tests/unit/test_drum_*.py, bench/drum_*.py).
 
 What it is
-    A map from a 64-bit key (:func:`url_key`, BLAKE2b of the normalised URL) to a 128-byte record
+    A map from a 64-bit key (:func:`url_key`, BLAKE2b of the normalised URL) to a 136-byte record
     (:data:`RECORD`: status, score, times, counters, host hash, where the URL is, the recrawl
     state), with the URL itself (the payload) stored apart, once, in the DRUM's payload log
     (append-only, in immutable files: each merge writes the payloads of the keys it inserted as
@@ -27,8 +27,8 @@ Costs (details in :mod:`drum.store`; figures in BENCHMARKS.md)
     per operation, amortised: O(1) in memory; a minor merge of B operations reads the K x 8
     key bytes of the runs (O(K / B) bytes per operation) and writes one delta record per
     updated key; a major merge rewrites the K records when the deltas reach
-    ``major_ratio`` x K (O(136 / major_ratio) bytes per update). Memory is set by the buffer
-    (``DrumConfig.buffer_ops``) and the block size, never by K.
+    ``major_ratio`` x K (O(144 / major_ratio) bytes per update: key and record). Memory is
+    set by the buffer (``DrumConfig.buffer_ops``) and the block size, never by K.
 
 One DRUM per key of the job's keyed crawl DB operator (a partition of vnodes; the reasons)
     The job (crawl/crawldb.py) keeps one :class:`Drum` per crawl DB partition, a group of
@@ -106,6 +106,7 @@ from drum.record import (
     RECRAWL_FIELDS,
     DrumStatus,
     ReasonTable,
+    announced,
     combine,
     combine_groups,
     combine_one,
@@ -161,6 +162,7 @@ __all__ = [
     "MergeResult",
     "NewKeys",
     "ReasonTable",
+    "announced",
     "checksum",
     "collect_garbage",
     "combine",

@@ -1,4 +1,4 @@
-"""Keys, the fixed-width value record of a URL, and the merge rule (layout version 3).
+"""Keys, the fixed-width value record of a URL, and the merge rule (layout version 4).
 
 Key
     ``url_key(url)``: the first 8 bytes of BLAKE2b of the normalised URL's UTF-8 bytes, read as
@@ -7,7 +7,7 @@ Key
     collision probability of about 3 x 10^-4 over its whole life (birthday bound): two URLs
     colliding would make the second one look "seen". IRLBot accepted the same trade-off.
 
-Value (:data:`RECORD`, 128 bytes, little-endian, no padding between fields)
+Value (:data:`RECORD`, 136 bytes, little-endian, no padding between fields)
 
 ======  ===================  =====  ==========================================================
 offset  field                type   meaning and merge rule
@@ -50,12 +50,19 @@ offset  field                type   meaning and merge rule
                                     the ETag is weak; bit 7: ``digest`` is a simhash
 96      etag                 S32    the ETag's opaque tag (without quotes; longer tags are not
                                     kept, and then only If-Modified-Since is asked)
+128     announced_s          u4     the latest time (s) a sitemap's ``lastmod`` gave for the
+                                    URL's content (0 = none); max. A URL whose announcement
+                                    is newer than its last fetch outcome (``recrawl_s``) is
+                                    due whatever its next fetch time
+132     reserved4            u4     0 (kept for a later layout)
 ======  ===================  =====  ==========================================================
 
-The first 64 bytes are layout version 2's record: a version 2 record is a version 3 record
-with no recrawl fields (:func:`upgrade`), which is how files of crawls begun before version 3
-are read. The recrawl fields (:data:`RECRAWL_FIELDS`) are absolute values computed from the
-previous ones where the fetch outcome is known (the crawl DB hands them out with a due URL and
+Each layout's record is the start of the next one's: a version 2 record (64 bytes) is a
+version 3 record with no recrawl fields, a version 3 record (128 bytes) a version 4 record with
+no announcement (:func:`upgrade`), which is how files of crawls begun before are read.
+
+The recrawl fields (:data:`RECRAWL_FIELDS`) are absolute values computed from the previous
+ones where the fetch outcome is known (the crawl DB hands them out with a due URL and
 gets them back with its outcome): their merge rule only picks the newest set, so a QUEUED mark
 (a time, no recrawl fields) never hides them.
 
@@ -97,6 +104,7 @@ __all__ = [
     "RECRAWL_FIELDS",
     "DrumStatus",
     "ReasonTable",
+    "announced",
     "combine",
     "combine_groups",
     "combine_indexed",
@@ -118,9 +126,10 @@ __all__ = [
 #: Version of :data:`RECORD` and of the merge rule. Files and journals carry it.
 #: 2: one payload position in the DRUM's payload log instead of (segment, offset).
 #: 3: 128 bytes: the recrawl fields (interval, digest, validators, change counts) added.
-LAYOUT_VERSION = 3
+#: 4: 136 bytes: a sitemap's announcement of new content (``announced_s``) added.
+LAYOUT_VERSION = 4
 #: Earlier layouts this code reads (their records widened by :func:`upgrade`).
-READABLE_LAYOUTS = {2: 64, 3: 128}
+READABLE_LAYOUTS = {2: 64, 3: 128, 4: 136}
 
 #: ``next_fetch_ms`` of a URL never due again.
 NEVER = np.iinfo(np.int64).max
@@ -156,9 +165,11 @@ RECORD = np.dtype(
         ("failures_in_row", "u1"),
         ("etag_info", "u1"),
         ("etag", "S32"),
+        ("announced_s", "<u4"),
+        ("reserved4", "<u4"),
     ]
 )
-assert RECORD.itemsize == 128
+assert RECORD.itemsize == 136
 
 #: The fields that travel together with ``recrawl_s`` (the merge takes them from one record).
 RECRAWL_FIELDS = (
@@ -178,10 +189,10 @@ MAX_ETAG_BYTES = 32
 _RAW = np.dtype(f"V{RECORD.itemsize}")
 
 
-# The record as its layout 2 part and its recrawl fields (bytes 64 to 128).
-_HALVES = np.dtype([("core", "V64"), ("recrawl", "V64")])
-if RECORD.fields["recrawl_s"][1] != 64 or RECORD.itemsize != _HALVES.itemsize:
-    raise AssertionError("the recrawl fields of RECORD must be its second 64 bytes")
+# The record as its layout 2 part, its recrawl fields (bytes 64 to 128) and the rest.
+_HALVES = np.dtype([("core", "V64"), ("recrawl", "V64"), ("rest", "V8")])
+if RECORD.fields["recrawl_s"][1] != 64 or RECORD.fields["announced_s"][1] != 128:
+    raise AssertionError("the recrawl fields of RECORD must be its bytes 64 to 128")
 
 
 def upgrade(data: bytes | memoryview, layout: int) -> np.ndarray:
@@ -195,6 +206,18 @@ def upgrade(data: bytes | memoryview, layout: int) -> np.ndarray:
     wide = np.zeros((len(old), RECORD.itemsize), dtype=np.uint8)
     wide[:, :size] = old
     return wide.reshape(-1).view(RECORD)
+
+
+def announced(values: np.ndarray) -> np.ndarray:
+    """Which records a sitemap announced new content of since their last fetch outcome (due
+    then, whatever their next fetch time); not a retired URL (next fetch NEVER) nor one
+    handed out for fetching (QUEUED), nor one never fetched (its first fetch is due anyway).
+    O(n)."""
+    recrawled = values["recrawl_s"]
+    return (
+        (values["announced_s"] > recrawled) & (recrawled > 0)
+        & (values["next_fetch_ms"] != NEVER)
+    )
 
 
 def take(values: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -313,9 +336,11 @@ def discoveries(
     host: Any = 0,
     next_fetch_ms: Any = None,
     interval_s: Any = 0,
+    announced_s: Any = 0,
 ) -> np.ndarray:
     """Records of ``n`` URLs found as links (UNFETCHED, due at ``next_fetch_ms`` or now), with
-    a recrawl interval hint ``interval_s`` (0: none).
+    a recrawl interval hint ``interval_s`` (0: none) and the time a sitemap announced their
+    content changed, ``announced_s`` (0: none).
 
     Arguments other than ``n`` are scalars or arrays of length ``n``.
     """
@@ -328,6 +353,7 @@ def discoveries(
     records["depth"] = depth
     records["host"] = host
     records["interval_s"] = interval_s
+    records["announced_s"] = announced_s
     return records
 
 
@@ -428,6 +454,8 @@ def _fold(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarr
         total = np.add.reduceat(values[field].astype(np.int64), starts)
         out[field] = np.minimum(total, 0xFFFF)
     out["flags"] = np.bitwise_or.reduceat(values["flags"], starts)
+    out["announced_s"] = np.maximum.reduceat(values["announced_s"], starts)
+    out["reserved4"] = 0
     # Payload: the oldest record that has one.
     has = values["payload_len"] != 0
     holder = np.minimum.reduceat(np.where(has, index, n), starts)
@@ -493,6 +521,8 @@ def combine_one(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     for field in ("fetch_count", "failure_count"):
         out[field] = min(older[field] + newer[field], 0xFFFF)
     out["flags"] = older["flags"] | newer["flags"]
+    out["announced_s"] = max(older["announced_s"], newer["announced_s"])
+    out["reserved4"] = 0
     source = older if older["payload_len"] else newer
     for field in PAYLOAD_FIELDS:
         out[field] = source[field]

@@ -74,6 +74,7 @@ from drum.record import (
     RECORD,
     DrumStatus,
     ReasonTable,
+    announced,
     combine_indexed,
     concat,
     neutral,
@@ -523,6 +524,10 @@ class _DueSelector:
             if queued.any():
                 self._queued_hosts.append(values["host"][queued])
         next_fetch = values["next_fetch_ms"]
+        news = announced(values)  # due when announced, whatever the next fetch time
+        if news.any():
+            announced_ms = values["announced_s"].astype(np.int64) * 1000
+            next_fetch = np.where(news, np.minimum(next_fetch, announced_ms), next_fetch)
         candidate = (status >= DrumStatus.UNFETCHED) & (values["score"] >= self.policy.min_score)
         due = candidate & (next_fetch <= now_ms) & (values["leased_until_ms"] <= now_ms)
         later = candidate & (next_fetch > now_ms) & (next_fetch != NEVER)
@@ -534,7 +539,7 @@ class _DueSelector:
         if not count:
             return
         self.due += count
-        keys, values = keys[due], select(values, due)
+        keys, values, next_fetch = keys[due], select(values, due), next_fetch[due]
         rank = self._rank(values)
         if self._revisits is self._new:
             self._new.offer(keys, values, rank)
@@ -545,7 +550,7 @@ class _DueSelector:
             self._new.offer(keys[fresh], select(values, fresh), rank[fresh])
         if revisit.any():
             values = select(values, revisit)
-            late_ms = (now_ms - values["next_fetch_ms"]).astype(np.float64)
+            late_ms = (now_ms - next_fetch[revisit]).astype(np.float64)
             interval_ms = np.maximum(values["interval_s"].astype(np.float64), 1.0) * 1000
             self._revisits.offer(keys[revisit], values, rank[revisit] + late_ms / interval_ms)
 

@@ -131,7 +131,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         partition = self._partition(key)
         now = ctx.timer_service().current_processing_time()
         answer = partition.apply(record.found, record.done, now, record.rescore, record.near,
-                                 record.hint)
+                                 record.hint, record.lastmod)
         self._store(partition, payload)
         self._schedule(key, partition, now, ctx)
         yield from self._emit(answer, began)

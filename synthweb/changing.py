@@ -25,12 +25,19 @@ not before Last-Modified is answered 304 too (an invalid date is ignored, RFC 91
 Gone pages: ``gone_pages`` pages that other pages link to answer 404 (even positions) or 410
 (odd) from ``change_epoch + gone_after`` on.
 
+Live sitemaps: on the ``change_sitemap_host_share`` of the hosts whose robots.txt answers 200,
+robots.txt names ``/changes.xml`` (:data:`LIVE_SITEMAP_PATH`), a urlset listing every page of
+the host the profile changes, each with its ``lastmod``: when the version served at the time
+of the request began (to the second, UTC; 2020-01-01 for static pages). It carries no
+validators: it is answered in full at every request.
+
 :class:`ChangingWeb` is the model (the server's answers and a test's truth alike).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import email.utils
 import gzip
 import hashlib
@@ -41,12 +48,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from synthweb.graph import Response, SyntheticWeb
 
-__all__ = ["CHANGE_CLASSES", "ChangePlan", "ChangingWeb", "GonePage"]
+__all__ = ["CHANGE_CLASSES", "LIVE_SITEMAP_PATH", "ChangePlan", "ChangingWeb", "GonePage"]
 
 #: The change classes, in the order their shares are drawn.
 CHANGE_CLASSES = ("static", "slow", "fast")
 #: Last-Modified of static pages (seconds since the epoch: 2020-01-01).
 STATIC_MODIFIED = 1_577_836_800
+#: The path of a host's live sitemap.
+LIVE_SITEMAP_PATH = "/changes.xml"
+_SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
 _WORDS = (
     "river", "harbour", "lantern", "orchard", "meadow", "signal", "quarry", "beacon", "market",
@@ -89,6 +99,7 @@ class ChangingWeb:
         self.config = web.config
         self._plans: dict[str, ChangePlan | None] = {}
         self._gone: dict[str, GonePage] | None = None
+        self._live_sitemaps: dict[str, tuple[str, ...] | None] = {}
 
     # -- the truth --------------------------------------------------------------------------
 
@@ -152,6 +163,37 @@ class ChangingWeb:
         page = self._gone_pages().get(url)
         return page if page is not None and t >= page.at else None
 
+    def live_sitemap(self, host: str) -> str | None:
+        """The URL of the live sitemap ``host``'s robots.txt names, if it names one."""
+        return f"http://{host}{LIVE_SITEMAP_PATH}" if self._live_pages(host) is not None else None
+
+    def live_sitemap_body(self, host: str, t: float) -> bytes:
+        """The live sitemap of ``host`` as served at ``t``."""
+        entries = "".join(
+            f"  <url><loc>{url}</loc><lastmod>{_w3c_datetime(self.modified_at(url, t))}"
+            "</lastmod></url>\n"
+            for url in self._live_pages(host) or ()
+        )
+        return (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{_SITEMAP_NAMESPACE}">\n'
+                f"{entries}</urlset>\n").encode()
+
+    def _live_pages(self, host: str) -> tuple[str, ...] | None:
+        """The pages the live sitemap of ``host`` lists; None if it has none."""
+        if host in self._live_sitemaps:
+            return self._live_sitemaps[host]
+        from synthweb.urls import host_index
+
+        pages = None
+        index = host_index(host)
+        share = self.config.change_sitemap_host_share
+        if (index is not None and index < self.config.hosts and share > 0
+                and random.Random(f"synthweb:{self.config.seed}:live-sitemap:{index}").random()
+                < share and self.web.robots_rules(host).status == 200):
+            pages = tuple(sorted(page.url for page in self.web.pages(host)
+                                 if self.plan(page.url) is not None))
+        self._live_sitemaps[host] = pages
+        return pages
+
     # -- answers ----------------------------------------------------------------------------
 
     def respond(
@@ -160,7 +202,16 @@ class ChangingWeb:
         """The answer at ``t`` to a GET of ``url`` whose answer without the profile is
         ``base``, given the request's (lower-case) ``headers``."""
         from synthweb.graph import Response
+        from synthweb.urls import split_url
 
+        host, path = split_url(url)
+        if path in ("/robots.txt", LIVE_SITEMAP_PATH) and self.live_sitemap(host):
+            if path == LIVE_SITEMAP_PATH:
+                return Response(200, (("Content-Type", "application/xml"),),
+                                self.live_sitemap_body(host, t))
+            if base.status == 200:
+                line = f"\nSitemap: {self.live_sitemap(host)}\n".encode()
+                return dataclasses.replace(base, body=base.body + line)
         gone = self.gone(url, t)
         if gone is not None:
             body = f"<html><body><h1>{gone.status}</h1></body></html>\n".encode()
@@ -252,6 +303,10 @@ class ChangingWeb:
                 for i, url in enumerate(candidates[: config.gone_pages])
             }
         return self._gone
+
+
+def _w3c_datetime(seconds: int) -> str:
+    return f"{datetime.datetime.fromtimestamp(seconds, datetime.UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def _revised(base: bytes, url: str, version: int, seed: int) -> bytes:

@@ -198,6 +198,9 @@ class WebConfig:
     #: Shares of the hosts that send Last-Modified only, and neither validator.
     change_no_etag_host_share: float = 0.2
     change_no_validator_host_share: float = 0.1
+    #: Share of the hosts whose robots.txt (when it answers 200) names a live sitemap,
+    #: ``/changes.xml``, giving each changing page's ``lastmod`` as the page changes.
+    change_sitemap_host_share: float = 0.0
     #: Pages that answer 404 or 410 from ``change_epoch + gone_after`` seconds on.
     gone_pages: int = 4
     gone_after: float = 20.0

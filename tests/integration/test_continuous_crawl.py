@@ -3,7 +3,8 @@
 The web (:mod:`synthweb.changing`): 6 hosts of 12 pages whose plain pages never change
 (``static``), change every 20 seconds (``slow``) or every 4 seconds (``fast``); most hosts send
 ETag and Last-Modified, some Last-Modified only, some neither; 4 linked pages answer 404 or 410
-from 20 seconds on. The crawl runs with recrawl on and short bounds (first revisit after 10 s,
+from 20 seconds on; the robots.txt of two hosts names a live sitemap giving each page's
+``lastmod``. The crawl runs with recrawl on and short bounds (first revisit after 10 s,
 intervals from 2 s to 2 min) for 85 seconds and is stopped by its time limit.
 
 From the server's request log: fast pages are requested more often than slow ones, and slow
@@ -13,7 +14,9 @@ pages of hosts without validators are archived in full at each visit, their firs
 forgotten after the 5-second ``warc.revisit_window_seconds``; a gone page is asked again only
 until it is retired (two failures in a row) and never after; a page that keeps failing with
 500 is retried with a back-off that doubles; the crawl stays polite (robots.txt first, spacing
-per host).
+per host); the pages of the hosts with a live sitemap, whose own schedule (an override of 200
+seconds) would fetch them once, are fetched again after they change, as the sitemap announces
+it, and those that never change are not.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     config = WEB.with_changing_profile(
         change_fast_period=4.0, change_slow_period=20.0, gone_pages=4, gone_after=20.0,
         change_no_etag_host_share=0.2, change_no_validator_host_share=0.2,
+        change_sitemap_host_share=0.2,
     )
     with SyntheticWebServer(config, tmp_path / "requests.jsonl") as server:
         web = server.web
@@ -61,10 +65,16 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
         assert changing is not None
         seeds = web.seeds(2)
         expected = web.expected_crawl(seeds, TOKEN)
+        # Hosts with a live sitemap: their pages' own schedule fetches them once in the crawl;
+        # the sitemap itself keeps the common bounds.
+        announcing = [host for host in web.host_names() if changing.live_sitemap(host)]
+        assert len(announcing) == 2
+        overrides = ["re:/changes\\.xml$ min=2 max=120 initial=10"] + [
+            f"{host} min=200 max=200 initial=200" for host in announcing]
         process, summary = run_crawl(
             tmp_path, seeds, server.proxy_url,
             "--delay", str(DELAY), "--max-seconds", str(CRAWL_SECONDS),
-            *_settings(RECRAWL),
+            *_settings({**RECRAWL, "recrawl.overrides": ",".join(overrides)}),
             timeout=CRAWL_SECONDS + 240,
         )
         records = server.request_log()
@@ -84,10 +94,12 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     gone = {page.url: page for page in changing.gone_pages()}
     assert len(gone) == 4
     by_class: dict[str, list[int]] = collections.defaultdict(list)
+    announced: dict[str, list[int]] = collections.defaultdict(list)
     for url in expected.fetch:
         change_class = changing.change_class(url)
         if change_class is not None and url not in gone:
-            by_class[change_class].append(len(requests[url]))
+            scheduled = url.split("/")[2] not in announcing
+            (by_class if scheduled else announced)[change_class].append(len(requests[url]))
     fast = statistics.median(by_class["fast"])
     slow = statistics.median(by_class["slow"])
     static = statistics.median(by_class["static"])
@@ -99,6 +111,16 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     assert fast >= 2 * slow, report
     assert slow > static, report
     assert static >= 3, report
+    # On the hosts with a live sitemap, fetched again only when the sitemap says a page
+    # changed since its last fetch: the fast and slow pages are, the static ones never.
+    announced_report = {name: sorted(counts) for name, counts in announced.items()}
+    print("requests per page of hosts with a live sitemap:", announced_report)
+    for host in announcing:
+        assert len(requests[changing.live_sitemap(host)]) >= 5, host
+    assert announced["static"], announced_report
+    assert all(count == 1 for count in announced["static"]), announced_report
+    assert statistics.median(announced["fast"]) >= 4, announced_report
+    assert statistics.median(announced["slow"]) >= 2, announced_report
 
     # Revisits of static pages whose hosts send validators are conditional GETs, mostly 304.
     revisits = [
@@ -130,10 +152,14 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     ]
     assert sum(record.status == 200 for record in fast_revisits) >= 0.4 * len(fast_revisits)
 
-    # Gone pages: asked until two failures in a row, then never again; so is every URL that
-    # answers 404 or 410 from the start.
+    # Gone pages: asked until two failures in a row, then never again (on the hosts with a live
+    # sitemap, when it announces a change); so is every URL that answers 404 or 410 from the
+    # start.
     for url, page in gone.items():
         made = requests[url]
+        if url.split("/")[2] in announcing and changing.change_class(url) == "static":
+            assert len(made) == 1, made  # fetched once by its schedule, never announced
+            continue
         failures = [record for record in made if record.status in (404, 410)]
         assert [record.status for record in failures] == [page.status, page.status], (
             url, [(record.start, record.status) for record in made],

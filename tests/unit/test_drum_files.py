@@ -30,7 +30,7 @@ from drum import (
     url_keys,
 )
 from drum.files import _RUN_HEADER, _RUN_TRAILER, _TABLE, HEADER_SIZE, FileInfo
-from drum.record import RECORD, RECRAWL_FIELDS, record_dict
+from drum.record import READABLE_LAYOUTS, RECORD, neutral, record_dict
 from drum.store import decode_ops, pack_plan
 
 SMALL = DrumConfig(buffer_ops=50, block_records=8, max_deltas=3, fsync=False)
@@ -151,21 +151,22 @@ def test_manifest_refuses_other_versions_and_garbage() -> None:
         Manifest.from_json({**good, "main": [1]})
 
 
-def _as_layout_2(path: Path) -> FileInfo:
-    """Rewrite a run file as layout version 2 wrote it (64-byte records: the first 64 bytes
-    of each current record) and return what a manifest records of it."""
+def _as_layout(path: Path, layout: int) -> FileInfo:
+    """Rewrite a run file as an earlier layout version wrote it (records of its size: the
+    first bytes of each current record) and return what a manifest records of it."""
+    width = READABLE_LAYOUTS[layout]
     data = path.read_bytes()
     magic, fmt, _, kind, size, block_records, reserved = _RUN_HEADER.unpack_from(data)
     table_offset, blocks, records, _ = _RUN_TRAILER.unpack_from(data, len(data) - 48)
     table = np.frombuffer(data, _TABLE, blocks, table_offset).copy()
-    head = _RUN_HEADER.pack(magic, fmt, 2, kind, 64, block_records, reserved)
+    head = _RUN_HEADER.pack(magic, fmt, layout, kind, width, block_records, reserved)
     out = bytearray(head + checksum(head).to_bytes(8, "little"))
     for entry in table:
         count = int(entry["count"])
         at = int(entry["offset"])
         keys = data[at : at + 8 * count]
         values = np.frombuffer(data, np.uint8, count * size, at + 8 * count).reshape(count, size)
-        narrow = values[:, :64].tobytes()
+        narrow = values[:, :width].tobytes()
         entry["offset"] = len(out)
         entry["values_sum"] = checksum(narrow)
         out += keys + narrow
@@ -179,9 +180,17 @@ def _as_layout_2(path: Path) -> FileInfo:
     return FileInfo(path.name, len(out), records, checksum(table_bytes))
 
 
-def test_a_crawl_db_of_layout_2_is_read_and_carried_on(drum: Drum) -> None:
-    """The files of a crawl begun before the recrawl fields existed: each record reads as its
-    version 2 fields with no recrawl state, and merges go on writing the current layout."""
+@pytest.mark.parametrize("layout", [2, 3])
+def test_a_crawl_db_of_an_earlier_layout_is_read_and_carried_on(drum: Drum, layout: int) -> None:
+    """The files of a crawl begun before the recrawl fields (layout 2) or the announcements
+    (layout 3) existed: each record reads as its fields of that layout, the newer ones empty,
+    and merges go on writing the current layout."""
+    keys, values, _ = next(iter(drum.items()))
+    recrawled = neutral(1)
+    recrawled["recrawl_s"], recrawled["interval_s"], recrawled["etag"] = 30, 600, b"tag"
+    recrawled["announced_s"] = 25
+    drum.update(keys[:1], recrawled, now_ms=3_500)
+    drum.merge(now_ms=3_500, major=True)
     before = {int(k): record_dict(v) for keys, values, _ in drum.items() for k, v in
               zip(keys, values, strict=True)}
     manifest = drum.manifest.to_json()
@@ -189,18 +198,21 @@ def test_a_crawl_db_of_layout_2_is_read_and_carried_on(drum: Drum) -> None:
     directory = Path(drum.directory)
     for name in ("main", "deltas", "archives"):
         entries = manifest[name] if name != "main" else [manifest["main"]]
-        converted = [_as_layout_2(directory / entry[0]).to_json() for entry in entries if entry]
+        converted = [_as_layout(directory / entry[0], layout).to_json()
+                     for entry in entries if entry]
         manifest[name] = converted if name != "main" else converted[0]
-    manifest["layout"] = 2
+    manifest["layout"] = layout
+    width = READABLE_LAYOUTS[layout]
+    kept = [name for name in RECORD.names if RECORD.fields[name][1] < width]
     old = Drum.restore(str(directory), json.dumps(manifest).encode(), (), SMALL)
     after = {int(k): record_dict(v) for keys, values, _ in old.items() for k, v in
              zip(keys, values, strict=True)}
     assert after.keys() == before.keys()
+    assert before[int(keys[0])]["announced_s"] == 25
+    assert before[int(keys[0])]["recrawl_s"] == 30
     for key, record in after.items():
-        assert all(record[field] in (0, b"") for field in RECRAWL_FIELDS)
-        assert {f: record[f] for f in RECORD.names[:16]} == {
-            f: before[key][f] for f in RECORD.names[:16]
-        }
+        assert all(record[field] in (0, b"") for field in RECORD.names if field not in kept)
+        assert {f: record[f] for f in kept} == {f: before[key][f] for f in kept}
     fill(old, 200, 30)
     old.merge(now_ms=4_000, major=True)
     checks = old.check(url_keys(urls(0, 140) + urls(200, 30)), now_ms=5_000)

@@ -12,6 +12,7 @@ from drum import (
     RECORD,
     DrumStatus,
     ReasonTable,
+    announced,
     combine,
     combine_groups,
     combine_one,
@@ -88,6 +89,31 @@ def test_a_queued_mark_never_hides_the_recrawl_fields() -> None:
     assert (m["recrawl_s"], m["interval_s"]) == (0, 600)
 
 
+def test_a_sitemaps_announcement_makes_a_url_due_until_its_next_fetch() -> None:
+    fetched = outcomes(1, status=DrumStatus.FETCHED, at_ms=40_000, next_fetch_ms=999_000)
+    fetched["recrawl_s"] = 40
+    older = discoveries(1, now_ms=41_000, announced_s=30)  # a change before the fetch
+    newer = discoveries(1, now_ms=42_000, announced_s=45)
+    assert not announced(combine(fetched, older)).any()
+    # The latest announcement is kept whatever the order the records are folded in.
+    for merged in (combine(combine(fetched, newer), older), combine(fetched, combine(older,
+                                                                                      newer))):
+        assert record_dict(merged[0])["announced_s"] == 45
+        assert announced(merged).all()
+    # The next outcome is newer than the announcement: due by its schedule again.
+    refetched = outcomes(1, status=DrumStatus.FETCHED, at_ms=50_000, next_fetch_ms=999_000)
+    refetched["recrawl_s"] = 50
+    assert not announced(combine(combine(fetched, newer), refetched)).any()
+    # Not a URL never fetched (due anyway), handed out (QUEUED) or retired (never again).
+    assert not announced(newer).any()
+    queued = neutral(1)
+    queued["status"], queued["status_ms"] = DrumStatus.QUEUED, 43_000
+    assert not announced(combine(combine(fetched, newer), queued)).any()
+    retired = outcomes(1, status=DrumStatus.HTTP_ERROR, at_ms=40_000, http_status=404)
+    retired["recrawl_s"] = 40
+    assert not announced(combine(retired, newer)).any()
+
+
 def _record(draw) -> dict:
     kind = draw(st.sampled_from(["none", "disc", "out"]))
     if kind == "none":
@@ -106,6 +132,7 @@ def _record(draw) -> dict:
     r["flags"] = draw(st.integers(0, 3))
     if kind == "disc":
         r["interval_s"] = draw(st.sampled_from([0, 0, 60, 3600]))
+        r["announced_s"] = draw(st.sampled_from([0, 0, 5, 20]))
     elif kind == "out" and draw(st.booleans()):
         # The recrawl fields of a fetch outcome (the QUEUED mark has none).
         r["recrawl_s"] = draw(st.integers(1, 9))

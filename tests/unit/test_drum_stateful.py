@@ -386,5 +386,5 @@ DrumMachine.TestCase.settings = settings(
 TestDrumStateful = DrumMachine.TestCase
 
 
-def test_record_dtype_is_128_bytes() -> None:
-    assert RECORD.itemsize == 128
+def test_record_dtype_is_136_bytes() -> None:
+    assert RECORD.itemsize == 136

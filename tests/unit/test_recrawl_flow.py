@@ -320,3 +320,61 @@ def test_a_sitemaps_changefreq_starts_a_urls_schedule(tmp_path: Path, directory:
     new, next_ms, what = RecrawlSchedule(RECRAWL).after(
         "http://a.test/news", "FETCHED", 200, "", T0 + 5, Revisit(hinted, Observation(3)))
     assert (what, new.interval_s, next_ms) == ("first", 3600, T0 + 5 + 3_600_000)
+
+
+def test_a_sitemaps_lastmod_brings_a_known_url_back_before_its_time(
+    tmp_path: Path, directory: str
+) -> None:
+    from crawl.config import SitemapsSection
+    from crawl.recrawl import Observation
+
+    warc = WarcFileWriter(tmp_path / "warc", "test", 0)
+    log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
+    status = StageStatus(tmp_path / "status", "process", 0, interval=60)
+    processor = PageProcessor(warc, log, 256, status, producer_id="0.h", recrawl=True,
+                              sitemaps=SitemapsSection(), recent_urls=100)
+    page = FetchResult(url="http://a.test/", status=Status.FETCHED, reason="", http_status=200,
+                       body=b'<a href="/news">n</a><a href="/about">a</a>', started_ms=T0,
+                       response_headers=[("Content-Type", "text/html")])
+    processor.process(page)
+    # Read 5 s later, the sitemap lists both links again: /news with a lastmod 3 s after T0.
+    # /news goes to the crawl DB although just found; /about, without a date, does not.
+    body = (b"<urlset><url><loc>http://a.test/news</loc>"
+            b"<lastmod>2023-11-14T22:13:23Z</lastmod></url>"
+            b"<url><loc>http://a.test/about</loc></url></urlset>")
+    sitemap = FetchResult(url="http://a.test/sitemap.xml", status=Status.FETCHED, reason="",
+                          http_status=200, body=body, started_ms=T0 + 5000, hops="S",
+                          via="http://a.test/robots.txt",
+                          response_headers=[("Content-Type", "application/xml")])
+    (line,) = processor.process(sitemap)
+    warc.close()
+    record = parse_record(decode_line(line)[1])
+    assert [url for url, _, _ in record.found] == ["http://a.test/news"]
+    assert record.lastmod == [("http://a.test/news", T0 // 1000 + 3)]
+
+    state = KeyedState()
+    db = CrawlDbPartition(directory, SECTION, priority=PRIORITY, recrawl=RECRAWL)
+    news = "http://a.test/news"
+    state.apply(db, [(news, "L", "http://a.test/")], [], T0)
+    (item,) = _items(state.flush(db, T0 + 10))
+    state.apply(db, [], [_done(news, "FETCHED", 200, T0 + 1000, Revisit(None, Observation(7)))],
+                T0 + 1500)
+    state.flush(db, T0 + 2000)
+    assert record_of(db, news)["next_fetch_ms"] == T0 + 61_000
+    # A lastmod before the fetch says nothing new.
+    db.apply(record.found, [], T0 + 2500, lastmods=[(news, T0 // 1000)])
+    assert _items(state.flush(db, T0 + 3000)) == []
+    # One after it: due now, not in 58 s, with its state (a conditional GET).
+    db.apply(record.found, record.done, T0 + 5500, hints=record.hint, lastmods=record.lastmod)
+    answer = state.flush(db, T0 + 6000)
+    (item,) = _items(answer)
+    assert answer.counts["urls.released.announced"] == 1
+    carried = RecrawlState.decode(item[5])
+    assert (carried.digest, carried.fetched) == (7, True)
+    # Fetched again: the announcement is spent; due at its new time, not before.
+    state.apply(db, [], [_done(news, "FETCHED", 200, T0 + 7000, Revisit(carried,
+                                                                         Observation(8)))],
+                T0 + 7500)
+    assert _items(state.flush(db, T0 + 8000)) == []
+    assert _items(state.flush(db, T0 + 20_000)) == []
+    assert record_of(db, news)["announced_s"] == T0 // 1000 + 3

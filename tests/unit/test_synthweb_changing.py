@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from synthweb import SyntheticWeb, SyntheticWebServer, WebConfig
+from synthweb.changing import STATIC_MODIFIED
 
 CONFIG = WebConfig(seed=3, hosts=12, pages_per_host=12).with_changing_profile(
     change_epoch=1_000_000.0, change_fast_period=2.0, gone_after=3.0,
@@ -67,7 +68,7 @@ def test_classes_versions_and_validators_follow_the_configuration() -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SyntheticWebServer]:
     config = WebConfig(seed=3, hosts=12, pages_per_host=12).with_changing_profile(
         change_fast_period=2.0, gone_after=2.0, change_no_etag_host_share=0.25,
-        change_no_validator_host_share=0.25,
+        change_no_validator_host_share=0.25, change_sitemap_host_share=0.5,
     )
     log = tmp_path_factory.mktemp("changing") / "requests.jsonl"
     with SyntheticWebServer(config, log) as running:
@@ -146,3 +147,45 @@ def test_gone_pages_answer_404_or_410_and_the_log_records_conditionals(
     last = [r for r in records if r.url == url][-1]
     assert (last.inm, last.ims, last.conditional) == ('"a"', "x", True)
     assert not [r for r in records if r.url == gone[0].url][-1].conditional
+
+
+def test_a_live_sitemap_gives_each_changing_page_its_current_lastmod(
+    server: SyntheticWebServer,
+) -> None:
+    from crawl.config import SitemapsSection
+    from crawl.recrawl import parse_lastmod
+    from crawl.sitemaps import parse_sitemap
+
+    web, changing = server.web, server.web.changing
+    hosts = [host for host in web.host_names() if changing.live_sitemap(host)]
+    without = [host for host in web.host_names() if not changing.live_sitemap(host)]
+    assert hosts
+    assert without
+    for host in hosts:
+        assert web.robots_rules(host).status == 200
+        robots = _get(server, f"http://{host}/robots.txt")[2].decode()
+        assert robots.endswith(f"\nSitemap: http://{host}/changes.xml\n")
+    for host in without:
+        assert b"changes.xml" not in _get(server, f"http://{host}/robots.txt")[2]
+        assert _get(server, f"http://{host}/changes.xml")[0] == 404
+    fast = next(url for host in hosts for url in _urls(web, change_class="fast")
+                if url.startswith(f"http://{host}/"))
+    host = fast.split("/")[2]
+    listed = {}
+    for _ in range(2):  # a new version of the fast page every 2 s
+        before = time.time()
+        status, headers, body = _get(server, f"http://{host}/changes.xml")
+        assert (status, headers["Content-Type"]) == (200, "application/xml")
+        assert "ETag" not in headers
+        document = parse_sitemap(body, SitemapsSection())
+        lastmods = {entry.url: parse_lastmod(entry.lastmod, 2**31) for entry in document.urls}
+        assert sorted(lastmods) == sorted(
+            page.url for page in web.pages(host) if changing.plan(page.url) is not None)
+        assert lastmods[fast] in {changing.modified_at(fast, before),
+                                  changing.modified_at(fast, time.time())}
+        listed[before] = lastmods
+        time.sleep(2.1)
+    first, second = listed.values()
+    assert second[fast] > first[fast]
+    static = [url for url in first if changing.change_class(url) == "static"]
+    assert all(first[url] == second[url] == STATIC_MODIFIED for url in static)
