@@ -105,6 +105,19 @@ def _build_parser() -> argparse.ArgumentParser:
         "--rest", help="a Flink REST API (e.g. http://jobmanager:8081) running the crawl"
     )
     status.add_argument("--job", help="the job id (default: the running pyflink-crawler job)")
+    stop = commands.add_parser(
+        "stop",
+        help="stop a crawl on a Flink cluster with a savepoint, now or once it is idle",
+    )
+    stop.add_argument("--rest", required=True,
+                      help="the Flink REST API running the crawl (e.g. http://jobmanager:8081)")
+    stop.add_argument("--job", help="the job id (default: the running pyflink-crawler job)")
+    stop.add_argument("--savepoint-dir",
+                      help="where the savepoint goes (default: the cluster's savepoint-dir)")
+    stop.add_argument("--when-idle", action="store_true",
+                      help="wait until nothing is queued, in flight or moving, then stop")
+    stop.add_argument("--idle-seconds", type=float, default=30.0,
+                      help="how long the crawl must be idle (default: 30, as crawl.idle_seconds)")
     return parser
 
 
@@ -176,6 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "status":
         return _status(args, parser)
+    if args.command == "stop":
+        from job.launcher import MIN_IDLE_SECONDS
+        from job.stopper import run_stop
+
+        if args.idle_seconds < MIN_IDLE_SECONDS:
+            parser.error(f"stop: --idle-seconds must be at least {MIN_IDLE_SECONDS:g} (the "
+                         "loop needs a few checkpoints to go round)")
+        return run_stop(args.rest, args.job, args.savepoint_dir, args.when_idle,
+                        args.idle_seconds)
     from job.launcher import CrawlError
 
     if args.command == "index":

@@ -53,7 +53,7 @@ class StatusError(RuntimeError):
 
 
 class RestClient:
-    """GET requests to a Flink REST API, JSON answers."""
+    """Requests to a Flink REST API, JSON answers."""
 
     def __init__(self, url: str, timeout: float = 5.0) -> None:
         if "://" not in url:
@@ -62,9 +62,19 @@ class RestClient:
         self._timeout = timeout
 
     def get(self, path: str) -> Any:
-        url = self.url + path
+        return self._call(urllib.request.Request(self.url + path))
+
+    def post(self, path: str, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` as JSON (such as a stop with a savepoint); the JSON answer."""
+        return self._call(urllib.request.Request(
+            self.url + path, data=json.dumps(body).encode("utf-8"), method="POST",
+            headers={"Content-Type": "application/json"},
+        ))
+
+    def _call(self, request: urllib.request.Request) -> Any:
+        url = request.full_url
         try:
-            with urllib.request.urlopen(url, timeout=self._timeout) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=self._timeout) as response:  # noqa: S310
                 return json.loads(response.read().decode("utf-8"))
         except urllib.error.HTTPError as error:
             raise StatusError(f"{url}: HTTP {error.code} {error.reason}") from None

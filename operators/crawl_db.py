@@ -157,6 +157,9 @@ class CrawlDbFunction(KeyedProcessFunction):
         if release is not None:
             due = release if due is None else min(due, release)
         if due is None:
+            # Nothing to merge or release: idle now. The metrics show the final figures (the
+            # next count, which would push them, may not come).
+            self._status.flush()
             return
         registered = self._timers.get(key)
         if registered is None or registered > due:

@@ -1,0 +1,175 @@
+"""``python -m job stop``: stop a crawl running on a Flink cluster with a savepoint, at once or
+when it falls idle.
+
+The local launcher watches its own crawl and stops it when it is idle (``crawl.idle_seconds``)
+or at its limits. A crawl submitted with ``flink run`` has no launcher; this command is its
+watcher. With ``--when-idle`` it reads the crawl's figures from the job's metrics every few
+seconds (as ``status --rest`` does) and judges them by the launcher's rule
+(:func:`crawl.progress.is_idle`): nothing queued in the fetch stage, in a crawl DB buffer or
+waiting in the crawl DB, nothing in flight, and none of the figures of progress moving for
+``--idle-seconds``. Then, or at once without ``--when-idle``, it stops the job through the
+REST API as ``flink stop --drain`` does: a savepoint, every operator drained and closed (WARC
+files finalised), retried when Flink fails the stop (it can, when the loop source finds a file
+while its readers finish; the job restarts from the savepoint it took, see README "Failures").
+It prints the savepoint's path, from which ``flink run --fromSavepoint`` resumes the crawl.
+Nothing here imports pyflink.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from crawl.progress import CrawlFigures, QuietTracker, is_idle
+from job.status import CrawlView, RestClient, StatusError, figures_from_metrics, find_job
+
+__all__ = ["StopError", "figures_of_view", "stop_job", "wait_until_idle"]
+
+#: The figures whose movement is progress (as metric names: stage.figure). A crawl whose
+#: figures of these kinds stand still, with nothing queued or in flight, is idle.
+_PROGRESS_PREFIXES = (
+    "fetch.results_", "process.pages_", "crawldb.urls_", "crawldb.merges", "crawldb.releases",
+    "decode.lines", "neardup.pages_in",
+)
+#: Gauges the idle rule reads (metric names), and their names in the status files.
+_IDLE_GAUGES = {"fetch.in_flight": "fetch.in_flight", "fetch.queued": "fetch.queued",
+                "crawldb.buffered": "crawldb.buffered", "crawldb.pending": "crawldb.pending"}
+
+
+class StopError(RuntimeError):
+    """The job could not be stopped with a savepoint."""
+
+
+def figures_of_view(view: CrawlView) -> CrawlFigures:
+    """The figures of the idle rule from a job's metrics: its progress counters (as
+    :class:`~crawl.progress.CrawlFigures` counters) and the gauges it reads."""
+    counters = {name: int(value) for name, value in view.values.items()
+                if name.startswith(_PROGRESS_PREFIXES)}
+    gauges = {status_name: view.values.get(metric, 0.0)
+              for metric, status_name in _IDLE_GAUGES.items()}
+    return CrawlFigures(counters=counters, gauges=gauges)
+
+
+def wait_until_idle(
+    rest: RestClient,
+    job_id: str,
+    idle_seconds: float,
+    out: TextIO,
+    poll_seconds: float = 2.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Return once the job's crawl has been idle for ``idle_seconds``; raise
+    :class:`StopError` if the job stops running first."""
+    quiet = QuietTracker()
+    reported = -1
+    while True:
+        job = find_job(rest, job_id)
+        if job.state != "RUNNING":
+            raise StopError(f"job {job_id} is {job.state}, not running")
+        figures = figures_of_view(figures_from_metrics(rest, job))
+        now = clock()
+        quiet_for = quiet.quiet_for(figures, now)
+        if is_idle(figures, quiet_for, idle_seconds):
+            print(f"idle for {quiet_for:.0f} s: nothing queued, in flight or moving",
+                  file=out, flush=True)
+            return
+        pages = sum(v for k, v in figures.counters.items() if k.startswith("process.pages_"))
+        if pages != reported:
+            reported = pages
+            print(f"crawling: {pages} pages, {figures.gauge('fetch.queued'):.0f} queued, "
+                  f"{figures.gauge('crawldb.pending'):.0f} waiting in the crawl DB",
+                  file=out, flush=True)
+        sleep(poll_seconds)
+
+
+@dataclasses.dataclass
+class _Trigger:
+    request_id: str
+    started: float
+
+
+def stop_job(
+    rest: RestClient,
+    job_id: str,
+    savepoint_dir: str | None,
+    out: TextIO,
+    attempts: int = 3,
+    timeout_seconds: float = 300.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
+    """Stop the job with a draining savepoint (into ``savepoint_dir``, else the cluster's
+    ``execution.checkpointing.savepoint-dir``); return the savepoint's path."""
+    body: dict[str, object] = {"drain": True}
+    if savepoint_dir:
+        body["targetDirectory"] = savepoint_dir
+    failure = ""
+    for attempt in range(1, attempts + 1):
+        answer = rest.post(f"/jobs/{job_id}/stop", body)
+        trigger = _Trigger(str(answer.get("request-id", "")), time.monotonic())
+        if not trigger.request_id:
+            raise StopError(f"the REST API did not take the stop: {answer}")
+        while True:
+            status = rest.get(f"/jobs/{job_id}/savepoints/{trigger.request_id}")
+            if status.get("status", {}).get("id") == "COMPLETED":
+                break
+            if time.monotonic() - trigger.started > timeout_seconds:
+                raise StopError(f"no savepoint after {timeout_seconds:.0f} s")
+            sleep(0.5)
+        operation = status.get("operation") or {}
+        location = operation.get("location")
+        if location:
+            _wait_for_end(rest, job_id, sleep)
+            return str(location)
+        cause = operation.get("failure-cause") or {}
+        failure = str(cause.get("stack-trace") or cause.get("class") or operation)
+        print(f"stopping failed (attempt {attempt}: {failure.splitlines()[0][:200]}); "
+              "retrying once the job runs again", file=out, flush=True)
+        _wait_for_running(rest, job_id, sleep)
+    raise StopError(f"could not stop job {job_id} with a savepoint: {failure[:2000]}")
+
+
+def _wait_for_end(rest: RestClient, job_id: str, sleep: Callable[[float], None]) -> None:
+    for _ in range(240):
+        if find_job(rest, job_id).state in ("FINISHED", "CANCELED", "FAILED"):
+            return
+        sleep(0.5)
+
+
+def _wait_for_running(rest: RestClient, job_id: str, sleep: Callable[[float], None]) -> None:
+    for _ in range(240):
+        state = find_job(rest, job_id).state
+        if state == "RUNNING":
+            return
+        if state in ("FINISHED", "CANCELED", "FAILED"):
+            raise StopError(f"job {job_id} ended ({state}) while stopping")
+        sleep(0.5)
+
+
+def run_stop(
+    rest_url: str,
+    job_id: str | None,
+    savepoint_dir: str | None,
+    when_idle: bool,
+    idle_seconds: float,
+    out: TextIO | None = None,
+) -> int:
+    """The ``stop`` command; returns the exit status."""
+    out = out or sys.stdout
+    rest = RestClient(rest_url)
+    try:
+        job = find_job(rest, job_id)
+        if job.state != "RUNNING":
+            raise StopError(f"job {job.job_id} is {job.state}, not running")
+        print(f"job {job.job_id} ({job.name}) at {rest.url}", file=out, flush=True)
+        if when_idle:
+            wait_until_idle(rest, job.job_id, idle_seconds, out)
+        savepoint = stop_job(rest, job.job_id, savepoint_dir, out)
+    except (StatusError, StopError) as error:
+        print(f"stop: {error}", file=sys.stderr)
+        return 1
+    print(f"savepoint    {savepoint}", file=out, flush=True)
+    return 0
