@@ -121,14 +121,22 @@ class StageStatus:
         self._follower_thread = threading.get_ident()
         follower()
 
-    def flush(self) -> None:
+    def flush(self, current: Iterable[str] = ()) -> None:
         """Give the follower the figures as they are now, on the owner's thread, without
         waiting for a write and a count: for a stage that falls idle, whose next write would
-        otherwise be followed by no count, leaving the follower one burst behind for good."""
+        otherwise be followed by no count, leaving the follower one burst behind for good.
+        ``current`` names gauge functions to evaluate now (those that read the owner's state;
+        the others keep their value of the last write)."""
         follower = self._follower
         if follower is None or threading.get_ident() != self._follower_thread:
             return
-        self.gauge_values = {**self.gauge_values, **self.gauges}
+        now = {}
+        for name in current:
+            try:
+                now[name] = self.gauge_functions[name]()
+            except Exception:  # noqa: BLE001 - as in write(): skip this once
+                pass
+        self.gauge_values = {**self.gauge_values, **self.gauges, **now}
         self.__dict__.pop("count", None)
         follower()
 

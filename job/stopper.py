@@ -65,7 +65,7 @@ def wait_until_idle(
     """Return once the job's crawl has been idle for ``idle_seconds``; raise
     :class:`StopError` if the job stops running first."""
     quiet = QuietTracker()
-    reported = -1
+    reported = ""
     while True:
         job = find_job(rest, job_id)
         if job.state != "RUNNING":
@@ -78,11 +78,12 @@ def wait_until_idle(
                   file=out, flush=True)
             return
         pages = sum(v for k, v in figures.counters.items() if k.startswith("process.pages_"))
-        if pages != reported:
-            reported = pages
-            print(f"crawling: {pages} pages, {figures.gauge('fetch.queued'):.0f} queued, "
-                  f"{figures.gauge('crawldb.pending'):.0f} waiting in the crawl DB",
-                  file=out, flush=True)
+        busy = ", ".join(f"{name} {figures.gauge(name):.0f}" for name in _IDLE_GAUGES.values()
+                         if figures.gauge(name)) or ("quiet" if quiet_for else "moving")
+        line = f"crawling: {pages} pages; {busy}"
+        if line != reported:  # what keeps it from being idle, when that changes
+            reported = line
+            print(line, file=out, flush=True)
         sleep(poll_seconds)
 
 

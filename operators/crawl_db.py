@@ -158,8 +158,8 @@ class CrawlDbFunction(KeyedProcessFunction):
             due = release if due is None else min(due, release)
         if due is None:
             # Nothing to merge or release: idle now. The metrics show the final figures (the
-            # next count, which would push them, may not come).
-            self._status.flush()
+            # next count, which would push them, may not come), queues as they are now.
+            self._status.flush(current=("known", "buffered", "pending", "archived"))
             return
         registered = self._timers.get(key)
         if registered is None or registered > due:

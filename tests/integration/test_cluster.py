@@ -60,24 +60,35 @@ def test_flink_run_on_a_standalone_cluster_crawls_everything_and_stops_with_a_sa
     assert {v["maxParallelism"] for v in vertices} == {256}  # crawl.vnodes
     assert max(v["parallelism"] for v in vertices) == 2
 
+    # Checkpoints go where the job said, under the output directory (while it runs: a
+    # finished job's are removed).
+    deadline = time.monotonic() + 30
+    while not list((out / "checkpoints" / job_id).glob("chk-*")):
+        assert time.monotonic() < deadline, "no checkpoint under the output directory"
+        time.sleep(0.5)
+
     # The crawl's watcher on a cluster: stopped with a savepoint once idle, which it is only
     # when every page has been fetched.
-    stopped = subprocess.run(
+    watcher = subprocess.Popen(
         [sys.executable, "-m", "job", "stop", "--rest", f"http://{cluster.rest}", "--job",
          job_id, "--when-idle", "--idle-seconds", "8", "--savepoint-dir",
          (out / "savepoints").as_uri()],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=180, check=False,
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert "idle for" in stopped.stdout, stopped.stdout
-    savepoint = re.search(r"^savepoint +(\S+)$", stopped.stdout, re.MULTILINE).group(1)
+    try:
+        output, _ = watcher.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
+        output, _ = watcher.communicate()
+        raise AssertionError(f"not stopped in 180 s:\n{output[-3000:]}") from None
+    assert watcher.returncode == 0, output
+    assert "idle for" in output, output
+    savepoint = re.search(r"^savepoint +(\S+)$", output, re.MULTILINE).group(1)
     assert cluster.job_state(job_id) == "FINISHED"
     expected = web_server.web.expected_crawl(seeds, TOKEN)
     assert audit_log(
         web_server.request_log(), expected, min_delay=DELAY, response_time_factor=2.0
     ) == []
-    # Checkpoints go where the job said, under the output directory.
-    assert list((out / "checkpoints" / job_id).glob("chk-*"))
     assert Path(savepoint.removeprefix("file:")).parent == out / "savepoints"
     # The drain closed every operator: WARC files finalised, each with its index.
     warc_files = list((out / "warc").glob("*.warc.gz"))

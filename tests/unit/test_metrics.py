@@ -156,3 +156,23 @@ def test_a_flush_sends_the_figures_as_they_are_now(status: StageStatus) -> None:
     other.start()
     other.join()
     assert group.values()["results_FETCHED"] == 7
+
+
+def test_a_flush_evaluates_the_gauge_functions_it_is_told_to(status: StageStatus) -> None:
+    """The crawl DB's queues are gauge functions: as of the last write they may be a burst
+    old, and a stage that falls idle has no later write that a count would send."""
+    pending = [5]
+    mean = RunningMean()
+    status.gauge_functions["pending"] = lambda: pending[0]
+    status.gauge_functions["timer_lateness_ms"] = mean.take
+    group = FakeGroup()
+    status.follow(StageMetrics(status, group))
+    mean.add(4)
+    status.write()
+    status.count("merges")
+    assert group.values() == {"pending": 5, "timer_lateness_ms": 4, "merges": 1}
+    pending[0] = 0
+    mean.add(8)
+    status.flush(current=("pending",))
+    assert group.values() == {"pending": 0, "timer_lateness_ms": 4, "merges": 1}
+    assert mean.take() == 8  # the running mean is left to the next write
