@@ -18,8 +18,14 @@ the share of the web's changing-profile pages whose last successful fetch (200 o
 version the server serves at that time (a page never fetched counts as stale), and the same
 among the pages fetched so far.
 
+With ``--jvm-memory``, the JVM's own committed memory (Native Memory Tracking) is sampled
+too; with ``--memory-split SECONDS``, the crawl's processes also write a memory trace
+(:mod:`crawl.memory`: the C allocator's bytes in use and held free, the interpreter's blocks
+and objects, the types that grew) and Flink reports RocksDB's memory, for a table that splits
+the JVM's resident memory.
+
 Usage: ``python bench/soak.py [--minutes 30] [--hosts 500] [--pages-per-host 200]
-[--json soak.json]``; prints a Markdown table per window.
+[--json soak.json] [--memory-split 60]``; prints a Markdown table per window.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -122,12 +129,70 @@ def _rest_json(url: str) -> Any:
         return json.loads(answer.read())
 
 
+#: Flink's RocksDB memory metrics (state.backend.rocksdb.metrics.*), turned on by --memory-split.
+ROCKSDB_METRICS = ("cur-size-all-mem-tables", "estimate-table-readers-mem",
+                   "block-cache-usage", "block-cache-pinned-usage")
+#: Shared by every column family of a slot (managed memory): reported once by each.
+_SHARED_ROCKSDB_METRICS = {"block-cache-usage", "block-cache-pinned-usage"}
+
+
+def _rocksdb_memory(rest: str, job_id: str) -> dict[str, int]:
+    """Bytes RocksDB reports for its memtables, table readers and block cache, summed over
+    the job's operators and column families (the shared block cache counted once)."""
+    base = f"{rest.rstrip('/')}/jobs/{job_id}"
+    totals: dict[str, int] = {}
+    for vertex in _rest_json(base).get("vertices", []):
+        url = f"{base}/vertices/{vertex['id']}/subtasks/metrics"
+        ids = [item["id"] for item in _rest_json(url) if ".rocksdb_" in item["id"]]
+        for start in range(0, len(ids), 40):
+            chunk = ",".join(ids[start:start + 40])
+            for item in _rest_json(f"{url}?get={urllib.parse.quote(chunk, safe=',')}"):
+                name = item["id"].rsplit(".rocksdb_", 1)[-1]  # <operator>.<state>.rocksdb_<name>
+                value = int(float(item.get("max" if name in _SHARED_ROCKSDB_METRICS else "sum")
+                                  or 0))
+                if name in _SHARED_ROCKSDB_METRICS:
+                    totals[name] = max(totals.get(name, 0), value)
+                else:
+                    totals[name] = totals.get(name, 0) + value
+    return totals
+
+
+def _memory_trace(out: Path) -> dict[str, Any]:
+    """The last line of the memory trace of the largest process (crawl/memory.py)."""
+    lines = []
+    for path in (out / "status").glob("memory-*.jsonl"):
+        try:
+            text = path.read_text(encoding="utf-8").splitlines()
+            if text:
+                lines.append(json.loads(text[-1]))
+        except (OSError, ValueError):
+            continue
+    return max(lines, key=lambda line: line.get("rss", 0), default={})
+
+
+def _stage_gauges(out: Path) -> dict[str, float]:
+    """Every stage's gauges, summed over subtasks (``stage.gauge``)."""
+    gauges: dict[str, float] = {}
+    for path in (out / "status").glob("*.json"):
+        try:
+            status = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for name, value in status.get("gauges", {}).items():
+            if isinstance(value, (int, float)):
+                key = f"{status.get('stage')}.{name}"
+                gauges[key] = gauges.get(key, 0) + value
+    return gauges
+
+
 class Watcher:
     """Samples a running crawl (memory, checkpoints, disk) in a thread."""
 
-    def __init__(self, root_pid: int, out: Path, every: float, jvm_memory: bool = False) -> None:
+    def __init__(self, root_pid: int, out: Path, every: float, jvm_memory: bool = False,
+                 memory_split: bool = False) -> None:
         self.root_pid = root_pid
         self.jvm_memory = jvm_memory
+        self.memory_split = memory_split
         self.out = out
         self.every = every
         self.samples: list[dict[str, Any]] = []
@@ -169,6 +234,14 @@ class Watcher:
             if jvms:  # the MiniCluster's: the largest
                 jvm = max(jvms, key=rss.__getitem__)
                 sample["nmt"] = {"rss": rss[jvm], **_native_memory(int(jvm.split(":")[1]))}
+        if self.memory_split:
+            sample["trace"] = _memory_trace(self.out)
+            sample["gauges"] = _stage_gauges(self.out)
+            try:
+                job = json.loads((self.out / "job.json").read_text())
+                sample["rocksdb"] = _rocksdb_memory(job["rest"], job["job_id"])
+            except (OSError, ValueError, KeyError):
+                pass
         self.samples.append(sample)
 
     def _run(self) -> None:
@@ -228,7 +301,13 @@ def main() -> None:
     parser.add_argument("--jvm-memory", action="store_true",
                         help="start the JVM with Native Memory Tracking and split its memory "
                              "into what the JVM committed and the rest")
+    parser.add_argument("--memory-split", type=float, default=0.0, metavar="SECONDS",
+                        help="split the rest further: the crawl processes write a memory trace "
+                             "(crawl/memory.py) at this interval and Flink reports RocksDB's "
+                             "memory; implies --jvm-memory")
     args = parser.parse_args()
+    if args.memory_split:
+        args.jvm_memory = True
 
     config = WebConfig(seed=args.web_seed, hosts=args.hosts, pages_per_host=args.pages_per_host,
                        showcase=False).with_changing_profile(
@@ -256,9 +335,17 @@ def main() -> None:
         env = dict(os.environ)
         if args.jvm_memory:
             env["JVM_ARGS"] = f"{env.get('JVM_ARGS', '')} -XX:NativeMemoryTracking=summary"
+        if args.memory_split:
+            env["PYFLINK_CRAWLER_MEMORY_TRACE"] = str(args.memory_split)
+            flink_conf = work / "flink-conf.yaml"
+            flink_conf.write_text((ROOT / "flink-conf.yaml").read_text(encoding="utf-8") + "".join(
+                f"\nstate.backend.rocksdb.metrics.{name}: true" for name in ROCKSDB_METRICS) + "\n",
+                encoding="utf-8")
+            command += ["--flink-conf", str(flink_conf)]
         crawl = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, env=env)
-        watcher = Watcher(crawl.pid, out, args.sample_seconds, args.jvm_memory)
+        watcher = Watcher(crawl.pid, out, args.sample_seconds, args.jvm_memory,
+                          bool(args.memory_split))
         output, _ = crawl.communicate(timeout=args.minutes * 60 + 1200)
         watcher.stop()
         ended = time.time()
@@ -345,11 +432,48 @@ def report(args: argparse.Namespace, web: Any, records: list, urls: list[str], w
             print(f"| {(lo - first_fetch) / 60:.1f}-{(hi - first_fetch) / 60:.1f} | "
                   f"{jvm_rss:.0f} | {total:.0f} | {last['nmt'].get('heap', 0) / 2**20:.0f} | "
                   f"{jvm_rss - total:.0f} |")
+    if args.memory_split:
+        memory_split_table(watcher, edges, first_fetch)
     print("\npeak RSS by process (MiB):",
           {name: round(value / 2**20) for name, value in sorted(watcher.peak_rss.items())})
     print("crawler summary:", {key: summary.get(key) for key in (
         "pages", "pages_per_second", "refetches", "not_modified", "urls_known", "stop_reason")})
     print("last lines of the crawl:\n" + "\n".join(output.splitlines()[-6:]))
+
+
+def memory_split_table(watcher: Watcher, edges: list[float], first_fetch: float) -> None:
+    """The JVM's memory at the end of each window, split as finely as the process can tell."""
+    print("\n| window (min) | JVM RSS MiB | anonymous MiB | mapped files MiB |"
+          " JVM-committed MiB | malloc in use MiB |"
+          " malloc free MiB | Python blocks (M) | Python objects (M) | RocksDB memtables MiB |"
+          " RocksDB readers MiB | RocksDB cache MiB | near-dup pages | hosts active |")
+    print("|---|" + "---:|" * 13)
+    mib = 2**20
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        inside = [s for s in watcher.samples if lo <= s["at"] < hi and s.get("trace")]
+        if not inside:
+            continue
+        last = inside[-1]
+        trace, rocks, gauges = last["trace"], last.get("rocksdb", {}), last.get("gauges", {})
+        malloc = trace.get("malloc") or {}
+        python = trace.get("python", {})
+        print(f"| {(lo - first_fetch) / 60:.1f}-{(hi - first_fetch) / 60:.1f} | "
+              f"{last['nmt']['rss'] / mib:.0f} | "
+              f"{trace.get('rss_by_kind', {}).get('anon', 0) / mib:.0f} | "
+              f"{trace.get('rss_by_kind', {}).get('file', 0) / mib:.0f} | "
+              f"{last['nmt'].get('total', 0) / mib:.0f} | "
+              f"{malloc.get('in_use', 0) / mib:.0f} | {malloc.get('free', 0) / mib:.0f} | "
+              f"{python.get('allocated_blocks', 0) / 1e6:.2f} | "
+              f"{python.get('tracked_objects', 0) / 1e6:.2f} | "
+              f"{rocks.get('cur-size-all-mem-tables', 0) / mib:.1f} | "
+              f"{rocks.get('estimate-table-readers-mem', 0) / mib:.1f} | "
+              f"{rocks.get('block-cache-usage', 0) / mib:.1f} | "
+              f"{gauges.get('neardup.pages', 0):.0f} | {gauges.get('fetch.hosts_active', 0):.0f} |")
+    traced = [s["trace"] for s in watcher.samples if s.get("trace", {}).get("types")]
+    if traced:
+        print("\nPython types whose objects grew most (the trace's first line to its last):")
+        for name, grown, count in traced[-1]["types"][:15]:
+            print(f"  {grown:+9d} to {count:9d}  {name}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crawl.memory import MemoryTrace
+
 __all__ = [
     "CounterCarry",
     "CrawlFigures",
@@ -60,6 +62,7 @@ class StageStatus:
         self._busy_seen = (0.0, time.monotonic())
         self._directory = Path(directory)
         self._directory.mkdir(parents=True, exist_ok=True)
+        MemoryTrace.start_if_asked(self._directory)
         self._path = self._directory / f"{stage}-{subtask:05d}.json"
         self._header = {"stage": stage, "subtask": subtask, "attempt": attempt, "pid": os.getpid()}
         self._interval = interval

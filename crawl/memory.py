@@ -1,0 +1,190 @@
+"""Where a crawl process's memory goes, written down now and then when asked.
+
+A TaskManager (or the local MiniCluster) runs the crawler's Python code in an interpreter
+embedded in the JVM, next to Flink's RocksDB. What the JVM's Native Memory Tracking does not
+account for is shared by the interpreter's objects, RocksDB and the C library's allocator, and
+only the process itself can tell them apart. With the environment variable
+``PYFLINK_CRAWLER_MEMORY_TRACE`` set to a number of seconds, the first crawler operator that
+opens in a process starts a thread that appends, at that interval, one JSON line to
+``status/memory-<pid>.jsonl`` of the crawl's output:
+
+- ``rss``: the process's resident bytes, and ``rss_by_kind``: anonymous memory, mapped files,
+  shared memory;
+- ``malloc`` (glibc's ``mallinfo2``): ``in_use`` bytes handed out by ``malloc`` (the
+  interpreter's large objects, RocksDB, the JVM's own native allocations), ``free`` bytes the
+  allocator holds without using them (fragmentation), ``mmapped`` bytes of its large blocks;
+- ``python``: the interpreter's allocated blocks (objects and buffers of up to 512 bytes, which
+  its own allocator keeps in 1 MiB arenas outside ``malloc``), its tracked objects per
+  generation;
+- ``types``: the container types (those the garbage collector tracks: dicts, lists, tuples,
+  class instances) whose number of objects grew most since the first line, with their counts.
+  Counting them walks every tracked object (about 0.3 s per million, holding the interpreter
+  lock), so keep the interval at a minute or more.
+
+It is a diagnostic: a crawl runs without it, and writing it never fails the crawl.
+:mod:`tracemalloc` would tell source lines instead of types, but it deadlocked the
+interpreter PyFlink embeds in the JVM (thread mode: tasks stayed INITIALIZING for good), so
+do not start a crawl with ``PYTHONTRACEMALLOC`` set.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ENVIRONMENT_VARIABLE", "MemoryTrace", "malloc_info", "memory_line", "rss_bytes", "rss_kinds",
+    "type_counts",
+]
+
+log = logging.getLogger(__name__)
+
+ENVIRONMENT_VARIABLE = "PYFLINK_CRAWLER_MEMORY_TRACE"
+_TOP_TYPES = 20
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _mallinfo2() -> Any:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        function = libc.mallinfo2  # glibc 2.33 and later
+    except (OSError, AttributeError):
+        return None
+    function.restype = _MallInfo2
+    function.argtypes = []
+    return function
+
+
+_MALLINFO2 = _mallinfo2()
+
+
+def malloc_info() -> dict[str, int] | None:
+    """The C library allocator's figures (bytes), or None where it is not glibc 2.33+."""
+    if _MALLINFO2 is None:
+        return None
+    info = _MALLINFO2()
+    return {
+        "in_use": int(info.uordblks) + int(info.hblkhd),
+        "free": int(info.fordblks),
+        "mmapped": int(info.hblkhd),
+        "heap": int(info.arena),
+    }
+
+
+def rss_bytes() -> int:
+    """This process's resident memory in bytes (0 where /proc cannot tell)."""
+    try:
+        fields = Path("/proc/self/statm").read_text().split()
+        return int(fields[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def rss_kinds() -> dict[str, int]:
+    """This process's resident bytes by kind (Linux): ``anon`` (heaps, arenas, stacks),
+    ``file`` (mapped files: libraries, jars) and ``shmem``; empty where /proc cannot tell."""
+    kinds = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in ("RssAnon", "RssFile", "RssShmem"):
+                kinds[name[3:].lower()] = int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return {}
+    return kinds
+
+
+def type_counts() -> Counter[str]:
+    """How many objects of each type the garbage collector tracks. O(objects)."""
+    return Counter(type(item).__qualname__ for item in gc.get_objects())
+
+
+def memory_line(first: Counter[str] | None = None) -> tuple[dict[str, Any], Counter[str]]:
+    """One sample as a dict, and the type counts taken for it; ``first``, the counts of an
+    earlier sample, gives the types that grew most since then."""
+    line: dict[str, Any] = {
+        "time": round(time.time(), 3),
+        "pid": os.getpid(),
+        "rss": rss_bytes(),
+        "rss_by_kind": rss_kinds(),
+        "malloc": malloc_info(),
+        "python": {"allocated_blocks": sys.getallocatedblocks(),
+                   "gc_objects_by_generation": list(gc.get_count())},
+    }
+    counts = type_counts()
+    line["python"]["tracked_objects"] = sum(counts.values())
+    if first is not None:
+        growth = counts.copy()
+        growth.subtract(first)
+        line["types"] = [[name, grown, counts[name]]
+                         for name, grown in growth.most_common(_TOP_TYPES) if grown > 0]
+    return line, counts
+
+
+class MemoryTrace:
+    """The one memory trace of this process (see the module docstring)."""
+
+    _started: MemoryTrace | None = None
+    _lock = threading.Lock()
+
+    def __init__(self, path: Path, interval: float) -> None:
+        self.path = path
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory-trace", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def start_if_asked(cls, status_directory: str | Path) -> MemoryTrace | None:
+        """Start this process's trace into ``status_directory`` if the environment asks for
+        one and none runs yet; return the running trace, if any."""
+        setting = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
+        if not setting:
+            return None
+        with cls._lock:
+            if cls._started is None:
+                try:
+                    interval = float(setting)
+                    if not interval > 0:
+                        raise ValueError
+                except ValueError:
+                    log.warning("%s=%r: expected a number of seconds > 0; no memory trace",
+                                ENVIRONMENT_VARIABLE, setting)
+                    return None
+                path = Path(status_directory) / f"memory-{os.getpid()}.jsonl"
+                cls._started = MemoryTrace(path, interval)
+            return cls._started
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        first = None
+        while True:
+            try:
+                line, counts = memory_line(first)
+                if first is None:
+                    first = counts
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as file:
+                    file.write(json.dumps(line) + "\n")
+            except Exception:  # noqa: BLE001 - a diagnostic never takes the crawl down
+                log.exception("memory trace: sample failed")
+            if self._stop.wait(self.interval):
+                return

@@ -1,0 +1,79 @@
+"""The memory trace: what a line holds, and when a process writes one."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from crawl import memory
+from crawl.memory import ENVIRONMENT_VARIABLE, MemoryTrace, malloc_info, memory_line
+
+
+@pytest.fixture
+def no_trace_yet(monkeypatch):
+    monkeypatch.setattr(MemoryTrace, "_started", None)
+    yield
+    running = MemoryTrace._started
+    if running is not None:
+        running.stop()
+
+
+def test_malloc_figures_follow_an_allocation_of_the_c_library():
+    before = malloc_info()
+    if before is None:
+        pytest.skip("not glibc 2.33+")
+    block = bytearray(64 * 2**20)  # a large block: malloc maps it
+    after = malloc_info()
+    assert after["mmapped"] - before["mmapped"] >= 64 * 2**20
+    assert after["in_use"] - before["in_use"] >= 64 * 2**20
+    del block
+
+
+class _Held:
+    pass
+
+
+def test_a_line_names_the_types_that_grew_since_the_first():
+    line, first = memory_line()
+    assert "types" not in line
+    assert line["rss"] > 0
+    assert line["python"]["allocated_blocks"] > 0
+    held = [_Held() for _ in range(20_000)]  # the growing type
+    line, _ = memory_line(first)
+    name, grown, count = line["types"][0]
+    assert name == "_Held"
+    assert grown >= 20_000
+    assert count >= grown
+    assert line["python"]["tracked_objects"] >= 20_000
+    del held
+
+
+def test_the_first_operator_of_a_process_starts_its_only_trace(tmp_path, monkeypatch,
+                                                               no_trace_yet):
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "0.05")
+    trace = MemoryTrace.start_if_asked(tmp_path)
+    assert trace is not None
+    assert MemoryTrace.start_if_asked(tmp_path / "other") is trace
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lines = trace.path.read_text().splitlines() if trace.path.exists() else []
+        if len(lines) >= 3:
+            break
+        time.sleep(0.05)
+    trace.stop()
+    samples = [json.loads(line) for line in lines]
+    assert len(samples) >= 3
+    assert trace.path.parent == tmp_path
+    assert all(sample["rss"] > 0 and "malloc" in sample for sample in samples)
+    assert samples[0]["time"] < samples[-1]["time"]
+
+
+@pytest.mark.parametrize("setting", ["", "soon", "0", "-5"])
+def test_no_trace_unless_a_positive_interval_is_asked(tmp_path, monkeypatch, no_trace_yet,
+                                                      setting):
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, setting)
+    assert MemoryTrace.start_if_asked(tmp_path) is None
+    assert memory.MemoryTrace._started is None
+    assert list(tmp_path.iterdir()) == []
