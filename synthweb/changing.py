@@ -209,9 +209,11 @@ class ChangingWeb:
             if path == LIVE_SITEMAP_PATH:
                 return Response(200, (("Content-Type", "application/xml"),),
                                 self.live_sitemap_body(host, t))
-            if base.status == 200:
+            if base.status == 200 and not any(
+                    name == "Content-Encoding" for name, _ in base.headers):
                 line = f"\nSitemap: {self.live_sitemap(host)}\n".encode()
                 return dataclasses.replace(base, body=base.body + line)
+
         gone = self.gone(url, t)
         if gone is not None:
             body = f"<html><body><h1>{gone.status}</h1></body></html>\n".encode()
