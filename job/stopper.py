@@ -17,7 +17,6 @@ Nothing here imports pyflink.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -87,12 +86,6 @@ def wait_until_idle(
         sleep(poll_seconds)
 
 
-@dataclasses.dataclass
-class _Trigger:
-    request_id: str
-    started: float
-
-
 def stop_job(
     rest: RestClient,
     job_id: str,
@@ -110,14 +103,14 @@ def stop_job(
     failure = ""
     for attempt in range(1, attempts + 1):
         answer = rest.post(f"/jobs/{job_id}/stop", body)
-        trigger = _Trigger(str(answer.get("request-id", "")), time.monotonic())
-        if not trigger.request_id:
+        request_id, started = str(answer.get("request-id", "")), time.monotonic()
+        if not request_id:
             raise StopError(f"the REST API did not take the stop: {answer}")
         while True:
-            status = rest.get(f"/jobs/{job_id}/savepoints/{trigger.request_id}")
+            status = rest.get(f"/jobs/{job_id}/savepoints/{request_id}")
             if status.get("status", {}).get("id") == "COMPLETED":
                 break
-            if time.monotonic() - trigger.started > timeout_seconds:
+            if time.monotonic() - started > timeout_seconds:
                 raise StopError(f"no savepoint after {timeout_seconds:.0f} s")
             sleep(0.5)
         operation = status.get("operation") or {}
@@ -133,21 +126,28 @@ def stop_job(
     raise StopError(f"could not stop job {job_id} with a savepoint: {failure[:2000]}")
 
 
+_ENDED = ("FINISHED", "CANCELED", "FAILED")
+
+
 def _wait_for_end(rest: RestClient, job_id: str, sleep: Callable[[float], None]) -> None:
-    for _ in range(240):
-        if find_job(rest, job_id).state in ("FINISHED", "CANCELED", "FAILED"):
-            return
-        sleep(0.5)
+    _wait_for(rest, job_id, _ENDED, sleep)
 
 
 def _wait_for_running(rest: RestClient, job_id: str, sleep: Callable[[float], None]) -> None:
+    state = _wait_for(rest, job_id, ("RUNNING", *_ENDED), sleep)
+    if state in _ENDED:
+        raise StopError(f"job {job_id} ended ({state}) while stopping")
+
+
+def _wait_for(rest: RestClient, job_id: str, states: tuple[str, ...],
+              sleep: Callable[[float], None]) -> str:
+    """The job's state once it is one of ``states`` (or after two minutes)."""
     for _ in range(240):
         state = find_job(rest, job_id).state
-        if state == "RUNNING":
-            return
-        if state in ("FINISHED", "CANCELED", "FAILED"):
-            raise StopError(f"job {job_id} ended ({state}) while stopping")
+        if state in states:
+            return state
         sleep(0.5)
+    return state
 
 
 def run_stop(
