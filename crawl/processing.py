@@ -205,6 +205,8 @@ class PageProcessor:
                 earlier, profile = last_capture, NOT_MODIFIED_PROFILE
             digest = self._warc.write(result, metadata, revisit_of=earlier, payload_digest=known,
                                       profile=profile)
+            # At once: a process killed between the two loses this line (README, Failures).
+            self._log.log(result, payload_digest=digest)
             if last_capture is not None:
                 status.count("warc.not_modified")
             elif earlier is not None:
@@ -215,9 +217,10 @@ class PageProcessor:
             near_query = self._near_duplicates and fingerprint is not None and earlier is None
             status.count("warc.pairs")
             status.count("bytes", len(result.body))
-        elif result.body:
-            digest = sha1_digest(result.body)
-        self._log.log(result, payload_digest=digest)
+        else:
+            if result.body:
+                digest = sha1_digest(result.body)
+            self._log.log(result, payload_digest=digest)
         if robots:
             status.count(f"robots.{result.status.value}")
             return self._route(found, None, "") if found else []

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -295,7 +296,12 @@ def test_crawl_survives_three_taskmanager_kills(
     assert unexplained == [], (unexplained, report)
     for kill in kills:
         assert kill.restored_id >= kill.checkpoint_id
-    assert all(len(failure.duplicates) <= 15 for failure in failures), report
+    # Politeness bounds the window: a host answers at most one request each DELAY, so a
+    # restart repeats at most that many a host for the time its restored checkpoint missed.
+    hosts = len({urlsplit(url).hostname for url in by_url})
+    for failure in failures:
+        window = failure.at - failure.restored_triggered + CHECKPOINT_SLACK
+        assert len(failure.duplicates) <= hosts * (int(window / DELAY) + 1), report
     # Each kill failed the job, which restarted (Flink's exception history; its numRestarts
     # metric, printed above, has been seen to lag behind it).
     for kill in kills:
@@ -320,6 +326,9 @@ def test_crawl_survives_three_taskmanager_kills(
 
     # Every capture archived has its crawl log line, and no other line: a line buffered in
     # the killed JVM would be lost for good when the restored checkpoint counts its fetch done.
+    # The one exception: a kill between a WARC record's write and its line's (one after the
+    # other) loses that line; that outcome was not done at the restored checkpoint, so the
+    # page was fetched again and its repeat is logged.
     logged: Counter[str] = Counter()
     bad_lines = 0
     for path in sorted((out / "logs").glob("crawl-*.log")):
@@ -336,4 +345,8 @@ def test_crawl_survives_three_taskmanager_kills(
           f"not archived; crawl log: {logged.total()} fetches, {lost_lines} lines lost, "
           f"{bad_lines} bad lines")
     assert bad_lines == 0
-    assert logged == archived
+    assert logged.keys() == archived.keys()
+    unlogged = {url: archived[url] - logged[url] for url in archived
+                if logged[url] != archived[url]}
+    assert all(missing == 1 and archived[url] >= 2 for url, missing in unlogged.items()), unlogged
+    assert sum(unlogged.values()) <= KILLS * 2, unlogged  # a line per process subtask a kill
