@@ -16,6 +16,8 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from crawl.loop_reader import MIGRATED_FILE_NAME
+
 __all__ = ["FixedSettingsError", "OutputLayout"]
 
 
@@ -166,6 +168,7 @@ class OutputLayout:
                 shutil.rmtree(path)
         self.summary.unlink(missing_ok=True)
         self.fixed_settings.unlink(missing_ok=True)
+        (self.root / MIGRATED_FILE_NAME).unlink(missing_ok=True)
 
     def make(self) -> None:
         """Create the directories a crawl writes into."""

@@ -22,8 +22,8 @@ encoded), from which the crawl DB computes its next fetch time.
 continuous crawl starts their schedule with; ``lastmod`` the time a sitemap says their content
 last changed, which makes a URL fetched before then due again.
 
-``i`` makes every line unique (its producer's id and sequence number), which the loop janitor
-relies on (:mod:`crawl.loop_janitor`).
+``i`` makes every line unique (its producer's id and sequence number): a line read twice can be
+told from two alike.
 
 A URL's vnode is a hash of its host's registered domain (:func:`url_vnode`), so every host of a
 domain shares a vnode, hence a crawl DB partition, where per-domain budgets are kept. The vnode

@@ -37,6 +37,7 @@ from crawl.layout import OutputLayout
 from job.launcher import (
     DEFAULT_FLINK_CONF,
     flink_configuration,
+    migrate_loop_source,
     prepare_output,
 )
 
@@ -131,6 +132,8 @@ def prepare_job(
     )
     local = flink_configuration(config, layout, flink_conf)
     settings, cluster_keys = job_settings(local, context)
+    if restore_from is not None:
+        settings.update(migrate_loop_source(layout, restore_from, out))
     if cluster_keys:
         print(
             f"left to the cluster's configuration: {', '.join(cluster_keys)}",

@@ -17,6 +17,7 @@ import re
 import shutil
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,6 +30,7 @@ from crawl.config import Config
 from crawl.crawldb import minimum_file_grace_seconds
 from crawl.layout import FixedSettingsError, OutputLayout
 from crawl.loop import VNODE_KEY, write_seed_file
+from crawl.loop_reader import files_read_by_file_source, write_migrated
 from crawl.progress import (
     CounterCarry,
     CrawlFigures,
@@ -42,7 +44,8 @@ from job.failures import FailureWatch, describe_failure, describe_os_error
 from job.status import JOB_FILE, RestClient
 
 __all__ = [
-    "CrawlError", "fixed_settings", "flink_configuration", "prepare_output", "run_local_crawl"
+    "CrawlError", "fixed_settings", "flink_configuration", "migrate_loop_source",
+    "prepare_output", "run_local_crawl",
 ]
 
 JOB_NAME = "pyflink-crawler"
@@ -213,9 +216,9 @@ def _stop_reason(
 def _stop_with_savepoint(client: Any, layout: OutputLayout, out: TextIO) -> str:
     """Stop the job with a savepoint (draining it, so every operator is closed).
 
-    Flink can fail the stop when the continuous loop source discovers a file while its readers
-    are finishing ("An OperatorEvent ... was lost"); the job then restarts from the savepoint
-    it has just taken, and stopping again succeeds.
+    When Flink fails the stop (as it did when its continuous file source, which read the loop
+    before, discovered a file while its readers finished: "An OperatorEvent ... was lost"), the
+    job restarts from the savepoint it has just taken, and stopping again succeeds.
     """
     from pyflink.common.completable_future import CompletableFuture
     from pyflink.java_gateway import get_gateway
@@ -317,6 +320,24 @@ def prepare_output(
     return accepted
 
 
+def migrate_loop_source(layout: OutputLayout, restore_point: str | Path, out: TextIO
+                        ) -> dict[str, str]:
+    """The settings to restore ``restore_point`` with (a path or ``file:`` URI): when the job
+    that took it read the loop with Flink's file source, the files that source had read are
+    recorded for the loop reader to take as read, and the source's state, which the job no
+    longer has an operator for, is left behind (Flink's allowNonRestoredState)."""
+    text = str(restore_point)
+    path = Path(urllib.parse.urlsplit(text).path) if text.startswith("file:") else Path(text)
+    read = files_read_by_file_source(path)
+    if read is None:
+        return {}
+    write_migrated(layout.loop, read)
+    print(f"{path.name} was taken by a job reading the loop with Flink's file source: the "
+          f"{len(read)} loop file(s) it had read are taken as read, its state is left behind",
+          file=out)
+    return {"execution.state-recovery.ignore-unclaimed-state": "true"}
+
+
 def run_local_crawl(
     config: Config,
     seeds: Iterable[str],
@@ -350,10 +371,12 @@ def run_local_crawl(
         layout, config, seeds, resuming=resume, overwrite=overwrite, out=out,
         how_to_resume="pass --resume to continue it",
     )
+    restore_settings: dict[str, str] = {}
     if restore_from is not None:
         print(f"resuming from {restore_from}", file=out)
+        restore_settings = migrate_loop_source(layout, restore_from, out)
 
-    client = _submit(config, layout, flink_conf, restore_from)
+    client = _submit(config, layout, flink_conf, restore_from, restore_settings)
     started = time.time()
     rest = _rest_address(layout)
     job = {"job_id": str(client.get_job_id()), "rest": rest, "pid": os.getpid(),
@@ -420,12 +443,14 @@ def path_for_embedded_python(path: str, executable: str = sys.executable) -> str
 
 
 def _submit(
-    config: Config, layout: OutputLayout, flink_conf: Path, restore_from: Path | None
+    config: Config, layout: OutputLayout, flink_conf: Path, restore_from: Path | None,
+    restore_settings: dict[str, str],
 ) -> Any:
     """Point Flink at this crawl's configuration, build the job and start it."""
     settings = flink_configuration(config, layout, flink_conf)
     if restore_from is not None:
         settings["execution.state-recovery.path"] = restore_from.as_uri()
+        settings.update(restore_settings)
     _write_flink_conf_dir(settings, layout)
     # Read by the JVM PyFlink starts for the MiniCluster (JVM options, logging).
     os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)

@@ -9,8 +9,8 @@ seconds (as ``status --rest`` does) and judges them by the launcher's rule
 waiting in the crawl DB, nothing in flight, and none of the figures of progress moving for
 ``--idle-seconds``. Then, or at once without ``--when-idle``, it stops the job through the
 REST API as ``flink stop --drain`` does: a savepoint, every operator drained and closed (WARC
-files finalised), retried when Flink fails the stop (it can, when the loop source finds a file
-while its readers finish; the job restarts from the savepoint it took, see README "Failures").
+files finalised), retried when Flink fails the stop (the job then restarts from the savepoint
+it took; README "Failures").
 It prints the savepoint's path, from which ``flink run --fromSavepoint`` resumes the crawl.
 Nothing here imports pyflink.
 """

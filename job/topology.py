@@ -2,7 +2,8 @@
 
 ::
 
-    loop dir (seed files + discovered URLs) -> decode -> key_by(vnode % partitions) crawl DB
+    tick -> loop lister -> key_by(file name) loop reader (seed files + discovered URLs)
+        -> key_by(vnode % partitions) crawl DB
         -> key_by(fetch key: the host, crawl/routing.py) fetch (frontier, robots, politeness,
         HTTP)
         -> key_by(payload digest) process (WARC, revisits, crawl log, links)
@@ -31,14 +32,14 @@ from crawl.crawldb import partition_of
 from crawl.layout import OutputLayout
 from crawl.processing import payload_key
 from operators.crawl_db import CrawlDbFunction
-from operators.decode import DecodeFunction
 from operators.fetch import FetchFunction
+from operators.loop_reader import LoopListerFunction, LoopReaderFunction
 from operators.near_dup import NearDuplicateFunction
 from operators.process import ProcessFunction
 
 __all__ = ["LOOP_POLL_MS", "build_topology"]
 
-#: How often the loop source looks for new committed files.
+#: How often the loop lister looks for new committed files.
 LOOP_POLL_MS = 500
 
 
@@ -47,30 +48,32 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     output = str(layout.root)
     loop_dir = str(layout.loop)
 
-    # The loop source is the filesystem table source, read as a stream: unlike the DataStream
-    # FileSource it tells each line's file, which the decode stage needs to delete consumed
-    # files (crawl/loop_janitor.py).
+    # The loop source: a tick twice a second (Flink's datagen table source: PyFlink has no
+    # unbounded DataStream source to take a rate from) makes one lister list the loop
+    # directory; each new file goes by name to the reader keyed by it (operators/loop_reader.py).
     tables = StreamTableEnvironment.create(env)
     tables.execute_sql(
-        "CREATE TEMPORARY TABLE loop_files ("
-        " line STRING,"
-        " path STRING NOT NULL METADATA FROM 'file.path' VIRTUAL"
-        ") WITH ("
-        " 'connector' = 'filesystem',"
-        f" 'path' = '{layout.loop.as_uri()}',"
-        " 'format' = 'raw',"
-        f" 'source.monitor-interval' = '{LOOP_POLL_MS}ms'"
+        "CREATE TEMPORARY TABLE loop_ticks (tick BIGINT) WITH ("
+        " 'connector' = 'datagen',"
+        f" 'rows-per-second' = '{1000 // LOOP_POLL_MS}',"
+        " 'scan.parallelism' = '1'"
         ")"
     )
-    lines = tables.to_data_stream(tables.from_path("loop_files"))
-
+    ticks = tables.to_data_stream(tables.from_path("loop_ticks"))
+    names = (
+        ticks.flat_map(LoopListerFunction(loop_dir), output_type=Types.STRING())
+        .name("loop-lister")
+        .uid("loop-lister")
+        .set_parallelism(1)
+    )
     records = (
-        lines.flat_map(
-            DecodeFunction(output, config.crawl.vnodes),
+        names.key_by(lambda name: name, key_type=Types.STRING())
+        .process(
+            LoopReaderFunction(output, config.crawl.vnodes),
             output_type=Types.TUPLE([Types.INT(), Types.STRING()]),
         )
-        .name("decode")
-        .uid("decode")
+        .name("loop-reader")
+        .uid("loop-reader")
     )
 
     partitions = config.crawldb.partitions

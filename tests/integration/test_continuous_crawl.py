@@ -22,6 +22,7 @@ it, and those that never change are not.
 from __future__ import annotations
 
 import collections
+import re
 import statistics
 from pathlib import Path
 
@@ -82,6 +83,14 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     assert summary["stop_reason"] == "time limit reached", summary
     # No task failed, the stop with a savepoint included (timers still fire while it drains).
     assert "task failure" not in process.stdout, process.stdout[-3000:]
+    # The job keeps nothing of the loop files it has read and deleted: its savepoint names at
+    # most the files the loop sink has yet to commit (Flink's file source listed every file it
+    # had ever read: about one a second here), and read files are deleted (those of the last
+    # seconds wait for the next run).
+    out = tmp_path / "out"
+    metadata = next((out / "savepoints").glob("savepoint-*/_metadata")).read_bytes()
+    assert len(set(re.findall(rb"/loop/loop-[0-9a-f-]+", metadata))) <= 4
+    assert len([p for p in (out / "loop").iterdir() if not p.name.startswith(".")]) <= 10
 
     requests: dict[str, list] = collections.defaultdict(list)
     for record in sorted(records, key=lambda r: r.start):

@@ -322,7 +322,8 @@ def test_crawl_survives_three_taskmanager_kills(
     assert archived.keys() == requested.keys()
     assert [url for url in requested if archived[url] > requested[url]] == []
     not_archived = requested.total() - archived.total()
-    assert not_archived <= KILLS * 3
+    # A host has one request at a time: a kill loses at most one answer a host.
+    assert not_archived <= KILLS * len({urlsplit(url).hostname for url in requested})
 
     # Every capture archived has its crawl log line, and no other line: a line buffered in
     # the killed JVM would be lost for good when the restored checkpoint counts its fetch done.
