@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import io
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,10 +12,12 @@ import pytest
 from crawl.config import Config, CrawlDbSection
 from crawl.crawldb import minimum_file_grace_seconds, parse_flink_duration
 from crawl.layout import OutputLayout
+from crawl.loop_reader import read_migrated
 from job.launcher import (
     DEFAULT_FLINK_CONF,
     CrawlError,
     flink_configuration,
+    migrate_loop_source,
     path_for_embedded_python,
 )
 
@@ -74,3 +78,33 @@ def test_a_local_run_with_a_reporter_gets_the_reporters_jars_on_its_class_path(
     assert any(name.startswith("flink-dist") for name in names)
     assert any(name.startswith("flink-metrics-prometheus") for name in names)
     assert _lib_with_reporters(tmp_path / "lib") == lib  # again: the links are there
+
+
+def test_a_savepoint_of_the_file_source_is_restored_with_its_read_files_taken_as_read(
+    tmp_path: Path,
+) -> None:
+    layout = OutputLayout(tmp_path / "out")
+    layout.make()
+    savepoint = tmp_path / "out" / "savepoints" / "savepoint-c11081-6ad769380fd0"
+    savepoint.mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "data" / "file-source-savepoint-metadata",
+                savepoint / "_metadata")
+    out = io.StringIO()
+    settings = migrate_loop_source(layout, savepoint.as_uri(), out)
+    assert settings == {"execution.state-recovery.ignore-unclaimed-state": "true"}
+    assert "67 loop file(s) it had read are taken as read" in out.getvalue()
+    assert len(read_migrated(layout.loop)) == 67
+    layout.clear()
+    assert read_migrated(layout.loop) == frozenset()
+
+
+def test_a_savepoint_of_the_loop_reader_needs_no_migration(tmp_path: Path) -> None:
+    layout = OutputLayout(tmp_path / "out")
+    layout.make()
+    checkpoint = tmp_path / "chk-3"
+    checkpoint.mkdir()
+    (checkpoint / "_metadata").write_bytes(b"keyed state, no file source")
+    out = io.StringIO()
+    assert migrate_loop_source(layout, checkpoint, out) == {}
+    assert out.getvalue() == ""
+    assert read_migrated(layout.loop) == frozenset()
