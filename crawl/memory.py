@@ -13,9 +13,16 @@ opens in a process starts a thread that appends, at that interval, one JSON line
 - ``malloc`` (glibc's ``mallinfo2``): ``in_use`` bytes handed out by ``malloc`` (the
   interpreter's large objects, RocksDB, the JVM's own native allocations), ``free`` bytes the
   allocator holds without using them (fragmentation), ``mmapped`` bytes of its large blocks;
+- ``jemalloc``, when the process runs with jemalloc in place of glibc's ``malloc``
+  (``crawl.native_allocator``): its ``allocated`` bytes (handed out), ``active`` (in pages
+  holding them), ``resident``, ``metadata``, ``mapped`` and ``retained`` (virtual memory kept
+  for reuse, not resident);
 - ``python``: the interpreter's allocated blocks (objects and buffers of up to 512 bytes, which
   its own allocator keeps in 1 MiB arenas outside ``malloc``), its tracked objects per
   generation;
+- ``containers``: the largest containers (dicts, lists, sets, deques) of at least 5,000 items
+  with what holds them, as [owner, type, length]: caches and indexes filling up, which the
+  type counts miss (a dict of strings is one object, untracked);
 - ``types``: the container types (those the garbage collector tracks: dicts, lists, tuples,
   class instances) whose number of objects grew most since the first line, with their counts.
   Counting them walks every tracked object (about 0.3 s per million, holding the interpreter
@@ -29,6 +36,7 @@ do not start a crawl with ``PYTHONTRACEMALLOC`` set.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import ctypes.util
 import gc
@@ -43,14 +51,16 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "ENVIRONMENT_VARIABLE", "MemoryTrace", "malloc_info", "memory_line", "rss_bytes", "rss_kinds",
-    "type_counts",
+    "ENVIRONMENT_VARIABLE", "MemoryTrace", "jemalloc_info", "large_containers", "malloc_info",
+    "memory_line", "rss_bytes", "rss_kinds", "type_counts",
 ]
 
 log = logging.getLogger(__name__)
 
 ENVIRONMENT_VARIABLE = "PYFLINK_CRAWLER_MEMORY_TRACE"
 _TOP_TYPES = 20
+#: Fewest items of a container :func:`large_containers` names.
+_LARGE = 5_000
 
 
 class _MallInfo2(ctypes.Structure):
@@ -86,6 +96,43 @@ def malloc_info() -> dict[str, int] | None:
     }
 
 
+_JEMALLOC_STATS = ("allocated", "active", "resident", "metadata", "mapped", "retained")
+
+
+def _mallctl() -> Any:
+    try:
+        function = ctypes.CDLL(None).mallctl  # present when jemalloc replaced malloc
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_int
+    function.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
+                         ctypes.c_void_p, ctypes.c_size_t]
+    return function
+
+
+_MALLCTL = _mallctl()
+
+
+def jemalloc_info() -> dict[str, int] | None:
+    """jemalloc's figures (bytes) when this process allocates with it, else None."""
+    if _MALLCTL is None:
+        return None
+    # Statistics are a snapshot taken when the epoch is advanced.
+    epoch = ctypes.c_uint64(1)
+    size = ctypes.c_size_t(ctypes.sizeof(epoch))
+    if _MALLCTL(b"epoch", ctypes.byref(epoch), ctypes.byref(size), ctypes.byref(epoch),
+                size) != 0:
+        return None
+    figures = {}
+    for name in _JEMALLOC_STATS:
+        value = ctypes.c_size_t(0)
+        size = ctypes.c_size_t(ctypes.sizeof(value))
+        if _MALLCTL(f"stats.{name}".encode(), ctypes.byref(value), ctypes.byref(size),
+                    None, 0) == 0:
+            figures[name] = int(value.value)
+    return figures or None
+
+
 def rss_bytes() -> int:
     """This process's resident memory in bytes (0 where /proc cannot tell)."""
     try:
@@ -114,6 +161,30 @@ def type_counts() -> Counter[str]:
     return Counter(type(item).__qualname__ for item in gc.get_objects())
 
 
+_CONTAINERS = (dict, list, set, frozenset, collections.deque, bytearray)
+
+
+def large_containers(minimum: int = _LARGE, top: int = _TOP_TYPES) -> list[list[Any]]:
+    """The ``top`` largest containers of at least ``minimum`` items, each as [owner, type,
+    length]: caches and indexes that fill up. A dict of strings and numbers only is not
+    tracked by the garbage collector, so containers are found as what tracked objects refer to;
+    the owner is the referring object's type (a ``functools.lru_cache`` by its function's
+    name). O(tracked objects and their references)."""
+    found: dict[int, list[Any]] = {}
+    for owner in gc.get_objects():
+        if isinstance(owner, _CONTAINERS) and len(owner) >= minimum and id(owner) not in found:
+            found[id(owner)] = ["", type(owner).__qualname__, len(owner)]
+        for item in gc.get_referents(owner):
+            if isinstance(item, _CONTAINERS) and len(item) >= minimum:
+                entry = found.setdefault(id(item), ["", type(item).__qualname__, len(item)])
+                if not entry[0]:
+                    name = getattr(owner, "__qualname__", None)
+                    entry[0] = (f"lru_cache {name}" if isinstance(name, str)
+                                and type(owner).__name__ == "_lru_cache_wrapper"
+                                else type(owner).__qualname__)
+    return sorted(found.values(), key=lambda entry: -entry[2])[:top]
+
+
 def memory_line(first: Counter[str] | None = None) -> tuple[dict[str, Any], Counter[str]]:
     """One sample as a dict, and the type counts taken for it; ``first``, the counts of an
     earlier sample, gives the types that grew most since then."""
@@ -123,11 +194,13 @@ def memory_line(first: Counter[str] | None = None) -> tuple[dict[str, Any], Coun
         "rss": rss_bytes(),
         "rss_by_kind": rss_kinds(),
         "malloc": malloc_info(),
+        "jemalloc": jemalloc_info(),
         "python": {"allocated_blocks": sys.getallocatedblocks(),
                    "gc_objects_by_generation": list(gc.get_count())},
     }
     counts = type_counts()
     line["python"]["tracked_objects"] = sum(counts.values())
+    line["containers"] = large_containers()
     if first is not None:
         growth = counts.copy()
         growth.subtract(first)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
 import platform
 import time
@@ -9,7 +11,14 @@ import time
 import pytest
 
 from crawl import memory
-from crawl.memory import ENVIRONMENT_VARIABLE, MemoryTrace, malloc_info, memory_line
+from crawl.memory import (
+    ENVIRONMENT_VARIABLE,
+    MemoryTrace,
+    jemalloc_info,
+    large_containers,
+    malloc_info,
+    memory_line,
+)
 
 
 @pytest.fixture
@@ -52,6 +61,37 @@ def test_a_line_names_the_types_that_grew_since_the_first():
     assert count >= grown
     assert line["python"]["tracked_objects"] >= 20_000
     del held
+
+
+class _UrlCache:
+    def __init__(self, size: int) -> None:
+        self.urls = {f"http://h{i}.test/": f"h{i}.test" for i in range(size)}
+
+
+def test_large_containers_name_untracked_caches_by_their_owner():
+    cache = _UrlCache(12_000)  # strings only: the dict itself is not tracked
+    assert not gc.is_tracked(cache.urls)
+
+    @functools.lru_cache(maxsize=8192)
+    def host_of(url: str) -> str:
+        return url
+
+    for i in range(6_000):
+        host_of(str(i))
+    found = large_containers(minimum=5_000)
+    assert ["_UrlCache", "dict", 12_000] in found
+    assert ["lru_cache test_large_containers_name_untracked_caches_by_their_owner.<locals>."
+            "host_of", "dict", 6_000] in found
+    assert all(length >= 5_000 for _, _, length in found)
+    lengths = [length for _, _, length in found]
+    assert lengths == sorted(lengths, reverse=True)
+    assert "containers" in memory_line()[0]
+
+
+def test_jemalloc_figures_only_where_the_process_allocates_with_it():
+    # The test process runs with glibc's malloc (jemalloc's figures are checked in a child
+    # started with it preloaded: test_native_allocator.py).
+    assert jemalloc_info() is None
 
 
 def test_the_first_operator_of_a_process_starts_its_only_trace(tmp_path, monkeypatch,
