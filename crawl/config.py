@@ -336,6 +336,8 @@ class CrawlSection:
     vnodes: int = 256
     progress_seconds: float = 5.0
     recent_urls: int = 100_000
+    #: The C allocator of the local MiniCluster's JVM (:mod:`job.native_allocator`).
+    native_allocator: str = "auto"
 
     def _validate(self) -> None:
         _check(self, "crawl", "max_pages", lambda v: v >= 0, "an integer >= 0 (0: no budget)")
@@ -345,6 +347,8 @@ class CrawlSection:
         _check(self, "crawl", "vnodes", lambda v: 1 <= v <= 32768, "an integer from 1 to 32768")
         _check(self, "crawl", "progress_seconds", _positive, "a number > 0")
         _check(self, "crawl", "recent_urls", lambda v: v >= 0, "an integer >= 0 (0: no cache)")
+        _check(self, "crawl", "native_allocator", lambda v: v in ("auto", "jemalloc", "malloc"),
+               "auto, jemalloc or malloc")
         if self.parallelism > self.vnodes:
             raise ConfigError(
                 f"crawl.parallelism: {self.parallelism} exceeds crawl.vnodes ({self.vnodes})"

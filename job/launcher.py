@@ -41,6 +41,7 @@ from crawl.progress import (
 from crawl.summary import CrawlSummary, summarise_crawl_logs
 from crawl.warc_writer import recover_open_files
 from job.failures import FailureWatch, describe_failure, describe_os_error
+from job.native_allocator import AllocatorError, preload_allocator
 from job.status import JOB_FILE, RestClient
 
 __all__ = [
@@ -362,6 +363,11 @@ def run_local_crawl(
             f"crawl.idle_seconds: must be 0 or at least {MIN_IDLE_SECONDS} "
             f"(the loop needs a few checkpoints to go round), got {config.crawl.idle_seconds}"
         )
+    try:
+        # Into the environment of the MiniCluster's JVM, which the launcher starts later.
+        allocator = preload_allocator(config.crawl.native_allocator, os.environ)
+    except AllocatorError as error:
+        raise CrawlError(str(error)) from None
     restore_from = None
     if resume:
         restore_from = layout.latest_restore_point()
@@ -376,6 +382,7 @@ def run_local_crawl(
         print(f"resuming from {restore_from}", file=out)
         restore_settings = migrate_loop_source(layout, restore_from, out)
 
+    print(_allocator_line(allocator, config.crawl.native_allocator), file=out)
     client = _submit(config, layout, flink_conf, restore_from, restore_settings)
     started = time.time()
     rest = _rest_address(layout)
@@ -426,6 +433,15 @@ def run_local_crawl(
     layout.summary.write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")
     print(summary.render(), file=out, flush=True)
     return summary
+
+
+def _allocator_line(allocator: str, setting: str) -> str:
+    if allocator != "malloc":
+        return f"native memory: jemalloc ({allocator})"
+    if setting == "malloc":
+        return "native memory: the C library's malloc (crawl.native_allocator: malloc)"
+    return ("native memory: the C library's malloc, no jemalloc found (a long crawl's memory "
+            "grows with it: README, \"The C allocator\")")
 
 
 def path_for_embedded_python(path: str, executable: str = sys.executable) -> str:

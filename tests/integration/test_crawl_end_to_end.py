@@ -10,6 +10,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawl.crawl_log import parse_line
 from crawl.routing import key_group_of
+from job.native_allocator import find_jemalloc
 from operators.faults import ENVIRONMENT_VARIABLE
 from synthweb import SyntheticWebServer, WebConfig, audit_log
 from tests.integration.crawl_runner import run_crawl
@@ -55,6 +56,10 @@ def test_crawl_fetches_every_reachable_page_politely_and_shows_its_figures(
     assert summary["stop_reason"] == "idle"
     assert summary["pages"] > 20
     watch.check(summary)
+    # crawl.native_allocator auto: jemalloc where this machine has it.
+    jemalloc = find_jemalloc()
+    assert (f"native memory: jemalloc ({jemalloc})" if jemalloc else
+            "native memory: the C library's malloc, no jemalloc found") in process.stdout
 
     expected = web_server.web.expected_crawl(seeds, TOKEN)
     records = web_server.request_log()
