@@ -14,15 +14,18 @@ a key made any other way would not be found. Lines sort by key, then timestamp.
 
 The WARC writer indexes its records as it writes them (it knows each gzip member's offset and
 length: nothing is read back) and writes ``<file>.cdxj`` next to a WARC file when it completes
-it (:class:`FileIndex`). :func:`build_index` merges the files' indexes into one (``python -m
+it (:class:`FileIndex`, which keeps at most 20,000 lines in memory and spills the rest to
+sorted part files). :func:`build_index` merges the files' indexes into one (``python -m
 job index``, and the launcher at the end of a crawl), indexing by reading any WARC file that
 has none (a file recovered after a crash) with :func:`index_warc_file`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -32,6 +35,7 @@ import surt
 from warcio.archiveiterator import ArchiveIterator
 
 __all__ = [
+    "INDEX_PART_SUFFIX",
     "INDEX_SUFFIX",
     "FileIndex",
     "build_index",
@@ -39,9 +43,12 @@ __all__ = [
     "index_path_of",
     "index_warc_file",
     "mime_of",
+    "remove_index_parts",
     "timestamp14",
     "url_key",
 ]
+
+log = logging.getLogger(__name__)
 
 INDEX_SUFFIX = ".cdxj"
 _WARC_SUFFIX = ".warc.gz"
@@ -147,24 +154,109 @@ def _write_lines(path: Path, lines: Iterable[str]) -> int:
     return count
 
 
-class FileIndex:
-    """The index lines of the WARC file being written, written next to it when it is done."""
+#: Where :class:`FileIndex` spills the lines of a WARC file being written: next to it, as
+#: ``<file>.warc.gz.open`` + this + a number.
+INDEX_PART_SUFFIX = ".cdxj-part-"
 
-    def __init__(self) -> None:
+
+class FileIndex:
+    """The index lines of the WARC file being written, written next to it when it is done.
+
+    At most ``memory_lines`` lines are held: beyond that they are sorted and spilled to a part
+    file next to the WARC file (``<file>.warc.gz.open.cdxj-part-00000``, ...), and
+    :meth:`write` merges the parts and the lines held into the index, then removes the parts.
+    A WARC file of a gigabyte holds some 600,000 captures, whose lines (300 bytes each as
+    Python strings) would otherwise stay in memory until the file is done. A part that cannot
+    be written (a full disk) drops the file's index, not a capture: :func:`build_index`
+    indexes a WARC file without an index by reading it, as after a crash (when
+    :func:`remove_index_parts` removes the parts left behind).
+    """
+
+    def __init__(self, memory_lines: int = 20_000) -> None:
+        if memory_lines < 1:
+            raise ValueError(f"memory_lines must be at least 1, got {memory_lines}")
+        self._memory_lines = memory_lines
         self._lines: list[str] = []
+        self._parts: list[Path] = []
+        self._part_base: str | None = None
+        self._dropped = False
+
+    def start(self, open_path: str | os.PathLike[str]) -> None:
+        """Begin the index of the WARC file being written at ``open_path`` (parts go next to
+        it); what was held for another file is dropped."""
+        self.clear()
+        self._part_base = os.fspath(open_path) + INDEX_PART_SUFFIX
 
     def add(self, line: str) -> None:
+        if self._dropped:
+            return
         self._lines.append(line)
+        if len(self._lines) >= self._memory_lines and self._part_base is not None:
+            self._spill()
 
     def clear(self) -> None:
+        """Drop the lines held and remove the parts written."""
         self._lines = []
+        for part in self._parts:
+            _remove_quietly(part)
+        self._parts = []
+        self._dropped = False
 
-    def write(self, warc_path: str | os.PathLike[str]) -> Path:
-        """Write the lines, sorted, as the index of the completed file ``warc_path``."""
+    def write(self, warc_path: str | os.PathLike[str]) -> Path | None:
+        """Write the lines, sorted, as the index of the completed file ``warc_path``; None when
+        a part could not be written (the file is then indexed by reading it)."""
+        if self._dropped:
+            self.clear()
+            return None
         path = index_path_of(warc_path)
         lines, self._lines = sorted(self._lines), []
-        _write_lines(path, lines)
+        parts = [open(part, encoding="utf-8") for part in self._parts]  # noqa: SIM115
+        try:
+            _write_lines(path, heapq.merge(lines, *((line.rstrip("\n") for line in part)
+                                                    for part in parts)))
+        finally:
+            for part in parts:
+                part.close()
+            self.clear()
         return path
+
+    def _spill(self) -> None:
+        part = Path(f"{self._part_base}{len(self._parts):05d}")
+        self._lines.sort()
+        try:
+            with open(part, "w", encoding="utf-8", newline="\n") as output:
+                for line in self._lines:
+                    output.write(line)
+                    output.write("\n")
+        except OSError:
+            log.exception("could not spill index lines to %s: the WARC file will be indexed "
+                          "by reading it", part)
+            with contextlib.suppress(OSError):
+                os.remove(part)
+            self.clear()
+            self._dropped = True
+            return
+        self._parts.append(part)
+        self._lines = []
+
+
+def remove_index_parts(directory: str | os.PathLike[str], open_name: str) -> int:
+    """Remove the index parts a writer of ``open_name`` (a ``.warc.gz.open`` file's name in
+    ``directory``) left behind; how many."""
+    prefix = open_name + INDEX_PART_SUFFIX
+    removed = 0
+    for name in os.listdir(directory):
+        if name.startswith(prefix):
+            _remove_quietly(Path(directory) / name)
+            removed += 1
+    return removed
+
+
+def _remove_quietly(path: Path) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
 
 
 def _completed_warc_files(directory: Path) -> list[Path]:

@@ -41,6 +41,7 @@ messages are reconstructed, and made self-consistent for readers (warcio, pywb, 
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -64,7 +65,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawl.cdxj import FileIndex, cdxj_line, mime_of
+from crawl.cdxj import INDEX_PART_SUFFIX, FileIndex, cdxj_line, mime_of, remove_index_parts
 from crawl.model import FetchResult
 
 __all__ = [
@@ -504,7 +505,8 @@ class WarcFileWriter:
                  clock: Callable[[], int] = wall_clock_ms,
                  new_record_id: Callable[[], str] = random_record_id,
                  compress_level: int = 6,
-                 index: bool = True) -> None:
+                 index: bool = True,
+                 index_memory_lines: int = 20_000) -> None:
         if max_file_bytes <= 0:
             raise ValueError(f"max_file_bytes must be positive, got {max_file_bytes}")
         if subtask_index < 0:
@@ -531,7 +533,7 @@ class WarcFileWriter:
         self._final_path = ""
         self._size = 0
         self._pairs = 0
-        self._index = FileIndex() if index else None
+        self._index = FileIndex(index_memory_lines) if index else None
         #: Where the last :meth:`write` put its response (or revisit) record.
         self.last_capture: Capture | None = None
 
@@ -627,7 +629,7 @@ class WarcFileWriter:
         self._size = 0
         self._pairs = 0
         if self._index is not None:
-            self._index.clear()
+            self._index.start(self._final_path + OPEN_SUFFIX)
         self._append(encode_records([self._factory.warcinfo(name, self._warcinfo_fields)],
                                     self._compress_level))
 
@@ -796,21 +798,32 @@ def recover_open_files(directory: str | os.PathLike[str], prefix: str | None = N
     Keeps every complete record: the file is cut at the first gzip member that is incomplete
     or does not hold whole, digest-correct records, then renamed to its final name. A file
     left with no record besides warcinfo is deleted. A file whose final name already exists
-    is left alone and reported with ``final_path=None``. Filter by ``prefix`` and
+    is left alone and reported with ``final_path=None``. The index parts of a file being
+    written (:class:`crawl.cdxj.FileIndex`) are removed: the file has no index until
+    :func:`crawl.cdxj.build_index` makes one by reading it. Filter by ``prefix`` and
     ``subtask_index`` so as not to touch files that live writers of other subtasks are
     writing. Safe to run again after a crash during recovery. O(total size of the files).
     """
     directory = os.fspath(directory)
     recovered = []
-    for name in sorted(os.listdir(directory)):
-        match = _FILE_NAME.match(name)
+    names = sorted(os.listdir(directory))
+    for name in names:
+        open_name, is_part, _ = name.partition(INDEX_PART_SUFFIX)
+        match = _FILE_NAME.match(open_name)
         if not match or not match["open"]:
             continue
         if prefix is not None and match["prefix"] != prefix:
             continue
         if subtask_index is not None and int(match["subtask"]) != subtask_index:
             continue
-        recovered.append(_recover_file(os.path.join(directory, name)))
+        if not is_part:
+            recovered.append(_recover_file(os.path.join(directory, name)))
+            remove_index_parts(directory, name)
+        elif not os.path.exists(os.path.join(directory, open_name)):
+            # Left by a writer stopped after the file's rename, before its index was written
+            # (build_index indexes such a file by reading it), or removed just above.
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(directory, name))
     return recovered
 
 

@@ -10,10 +10,17 @@ from pathlib import Path
 import pytest
 from cdxj_indexer.main import write_cdx_index
 
-from crawl.cdxj import build_index, index_path_of, index_warc_file, timestamp14, url_key
+from crawl.cdxj import (
+    INDEX_PART_SUFFIX,
+    build_index,
+    index_path_of,
+    index_warc_file,
+    timestamp14,
+    url_key,
+)
 from crawl.model import FetchResult
 from crawl.status import Status
-from crawl.warc_writer import WarcFileWriter
+from crawl.warc_writer import WarcFileWriter, recover_open_files
 from job.cli import main as cli_main
 
 STARTED_MS = 1_795_000_000_000
@@ -85,6 +92,75 @@ def test_the_writers_index_is_the_reference_indexers(tmp_path: Path) -> None:
         assert ours == index_warc_file(warc)  # and what reading the file back gives
         lines += len(ours)
     assert lines == len(_varied_results())
+
+
+def test_an_index_spilled_in_parts_is_the_reference_indexers_and_leaves_no_part(
+    tmp_path: Path,
+) -> None:
+    warc_dir = tmp_path / "warc"
+    results = _varied_results() * 3
+    random.Random(5).shuffle(results)
+    with WarcFileWriter(warc_dir, "crawl", 0, index_memory_lines=2) as writer:
+        for n, result in enumerate(results[:-1]):
+            writer.write(result)
+            if n == 20:
+                parts = [p.name for p in warc_dir.iterdir() if INDEX_PART_SUFFIX in p.name]
+                assert len(parts) == 10  # two lines a part; the 21st line held
+                assert all(p.startswith(os.path.basename(writer.current_path or ""))
+                           for p in parts)
+        # One more line than the parts hold: the last is merged from memory.
+        writer.write(results[-1])
+    [warc] = warc_dir.glob("*.warc.gz")
+    ours = index_path_of(warc).read_text(encoding="utf-8").splitlines()
+    assert len(ours) == len(results)
+    assert ours == _reference_index(warc, tmp_path)
+    assert sorted(p.name for p in warc_dir.iterdir()) == sorted(
+        [warc.name, index_path_of(warc).name])
+
+
+def test_an_index_part_that_cannot_be_written_leaves_the_file_to_be_indexed_by_reading(
+    tmp_path: Path,
+) -> None:
+    warc_dir = tmp_path / "warc"
+    results = _varied_results()
+    with WarcFileWriter(warc_dir, "crawl", 0, index_memory_lines=3) as writer:
+        writer.write(results[0])
+        # A directory where the first part goes: the spill fails as on a full disk.
+        open_name = os.path.basename(writer.current_path or "")
+        (warc_dir / f"{open_name}{INDEX_PART_SUFFIX}00000").mkdir()
+        for result in results[1:]:
+            writer.write(result)  # every capture is written all the same
+        (warc_dir / f"{open_name}{INDEX_PART_SUFFIX}00000").rmdir()
+    [warc] = warc_dir.glob("*.warc.gz")
+    assert not index_path_of(warc).exists()
+    assert build_index(warc_dir, tmp_path / "index.cdxj") == len(results)
+    assert index_path_of(warc).read_text(encoding="utf-8").splitlines() == \
+        _reference_index(warc, tmp_path)
+
+
+def test_recovery_removes_the_index_parts_of_a_crashed_writer(tmp_path: Path) -> None:
+    warc_dir = tmp_path / "warc"
+    results = _varied_results()
+    writer = WarcFileWriter(warc_dir, "crawl", 0, index_memory_lines=2)
+    for result in results:
+        writer.write(result)
+    open_path = Path(writer.current_path or "")
+    # A crash: the writer is never closed. Another writer stopped between its file's rename
+    # and its index left parts of a file no longer open; a live subtask's parts are kept.
+    orphan = warc_dir / f"crawl-20261122000000000-00000-00007.warc.gz.open{INDEX_PART_SUFFIX}00000"
+    orphan.write_text("x\n", encoding="utf-8")
+    other = warc_dir / "crawl-20261122000000000-00001-00000.warc.gz.open"
+    other.write_bytes(b"")
+    other_part = Path(f"{other}{INDEX_PART_SUFFIX}00000")
+    other_part.write_text("x\n", encoding="utf-8")
+    assert len(list(warc_dir.glob(f"{open_path.name}{INDEX_PART_SUFFIX}*"))) >= 5
+
+    [report] = recover_open_files(warc_dir, "crawl", 0)
+
+    assert report.final_path is not None
+    assert sorted(p.name for p in warc_dir.iterdir()) == sorted(
+        [Path(report.final_path).name, other.name, other_part.name])
+    assert build_index(warc_dir, tmp_path / "index.cdxj") == len(results)
 
 
 def test_build_index_merges_sorted_and_indexes_files_without_one(tmp_path: Path) -> None:
