@@ -1,17 +1,21 @@
-"""End to end: a crawl's archive replayed in pywb from the CDXJ index the crawl wrote.
+"""End to end: a crawl begun by an earlier version, finished by this one, and its archive
+replayed in pywb from the CDXJ index the crawl wrote.
 
 pywb cannot share an environment with apache-flink (it pins redis below 3, Apache Beam needs 5),
 so the test installs it into a virtual environment of its own, as the README tells a user to.
 The crawl's ``index.cdxj`` must be what webrecorder's cdxj-indexer makes of its WARC files, and
 pywb, reading that index (not one of its own), must serve every archived page byte for byte as
-the synthetic web served it, revisit records (payloads archived before) included.
+the synthetic web served it, revisit records (payloads archived before) included, whichever
+version wrote them.
 """
 
 from __future__ import annotations
 
 import json
 import socket
+import struct
 import subprocess
+import tarfile
 import time
 import venv
 from collections.abc import Iterator
@@ -21,10 +25,17 @@ import pytest
 import requests
 from cdxj_indexer.main import write_cdx_index
 
-from synthweb import SyntheticWebServer, WebConfig
+from drum.record import LAYOUT_VERSION, READABLE_LAYOUTS
+from synthweb import SyntheticWebServer
+from synthweb.audit import audit_log
+from synthweb.requestlog import read_request_log
 from tests.integration.crawl_runner import run_crawl
+from tests.integration.make_old_crawl import CRAWL_OPTIONS, OLD_PAGES, WEB
+from tests.integration.make_old_crawl import FIXTURE as OLD_CRAWL
 
 pytestmark = pytest.mark.integration
+
+TOKEN = "pyflink-crawler"
 
 
 @pytest.fixture(scope="module")
@@ -86,18 +97,46 @@ def _wait_until_up(base: str, timeout: float = 60) -> None:
             time.sleep(0.3)
 
 
-def test_the_crawl_replays_in_pywb_from_its_own_index(
+def _record_layout(run_file: Path) -> int:
+    """The record layout a DRUM run file's header names (drum/files.py)."""
+    with run_file.open("rb") as file:
+        magic, _, layout = struct.unpack("<8sHH", file.read(12))
+    assert magic == b"DRUMRUN1", run_file
+    return layout
+
+
+def test_a_crawl_begun_by_an_earlier_version_is_finished_by_this_one_and_replays_in_pywb(
     tmp_path: Path, replay_server: tuple[str, Path]
 ) -> None:
+    """An upgrade: the fixture is a crawl begun by an earlier version at parallelism 2 (its
+    loop read by Flink's file source, its crawl DB files of record layout 3, no ``loop-lister``
+    or ``loop-reader`` operator) and stopped by a page budget with a savepoint
+    (``make_old_crawl.py``). This version resumes it at parallelism 1 and finishes it: across
+    both versions every reachable page is fetched once and politely, and the whole archive
+    replays in pywb from this version's index."""
     base, out = replay_server
-    config = WebConfig(seed=5, hosts=4, pages_per_host=5)
-    with SyntheticWebServer(config, tmp_path / "requests.jsonl") as web:
+    with tarfile.open(OLD_CRAWL) as archive:
+        archive.extractall(tmp_path, filter="data")
+    old_requests = read_request_log(tmp_path / "requests.jsonl")
+    assert len([r for r in old_requests if r.path != "/robots.txt"]) == OLD_PAGES
+    old_warcs = sorted(path.name for path in (out / "warc").glob("*.warc.gz"))
+    assert old_warcs
+    runs = list((out / "crawldb").rglob("run-*.drum"))
+    assert {_record_layout(path) for path in runs} == {3}
+    assert LAYOUT_VERSION > 3
+    assert 3 in READABLE_LAYOUTS
+    with SyntheticWebServer(WEB, tmp_path / "requests-resumed.jsonl") as web:
         seeds = web.web.seeds()
-        process, summary = run_crawl(
-            tmp_path, seeds, web.proxy_url, "--delay", "0.05", "--idle-seconds", "6",
-            "--set", "politeness.backoff_base_seconds=0.5",
-        )
+        process, summary = run_crawl(tmp_path, [], web.proxy_url, "--resume", *CRAWL_OPTIONS)
         assert process.returncode == 0, process.stderr[-3000:]
+        assert "was taken by a job reading the loop with Flink's file source" in process.stdout
+        assert summary["stop_reason"] == "idle"
+        requests_made = old_requests + web.request_log()
+        assert audit_log(requests_made, web.web.expected_crawl(seeds, TOKEN),
+                         min_delay=0.05) == []
+        assert not list((out / "warc").glob("*.open"))
+        warcs = sorted(path.name for path in (out / "warc").glob("*.warc.gz"))
+        assert set(old_warcs) < set(warcs)
 
         index = out / "index.cdxj"
         lines = index.read_text(encoding="utf-8").splitlines()
@@ -112,6 +151,9 @@ def test_the_crawl_replays_in_pywb_from_its_own_index(
         pages = [json.loads(line.split(" ", 2)[2]) | {"ts": line.split(" ")[1]} for line in lines]
         html = [p for p in pages if p["status"] == "200" and p.get("mime") == "text/html"]
         assert len(html) >= 8
+        # Pages of both versions' WARC files are among those replayed.
+        assert {page["filename"] for page in html} & set(old_warcs)
+        assert {page["filename"] for page in html} - set(old_warcs)
         for page in html:
             replayed = requests.get(f"{base}/crawl/{page['ts']}id_/{page['url']}", timeout=30)
             assert replayed.status_code == 200, page["url"]
