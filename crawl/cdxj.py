@@ -210,13 +210,13 @@ class FileIndex:
             return None
         path = index_path_of(warc_path)
         lines, self._lines = sorted(self._lines), []
-        parts = [open(part, encoding="utf-8") for part in self._parts]  # noqa: SIM115
         try:
-            _write_lines(path, heapq.merge(lines, *((line.rstrip("\n") for line in part)
-                                                    for part in parts)))
+            with contextlib.ExitStack() as stack:
+                parts = [stack.enter_context(open(part, encoding="utf-8"))
+                         for part in self._parts]
+                _write_lines(path, heapq.merge(lines, *((line.rstrip("\n") for line in part)
+                                                        for part in parts)))
         finally:
-            for part in parts:
-                part.close()
             self.clear()
         return path
 
