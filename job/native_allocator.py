@@ -3,8 +3,8 @@
 The MiniCluster's JVM holds Flink, RocksDB and, in PyFlink's thread mode, the crawler's Python
 interpreter. With the C library's ``malloc`` (glibc) its resident memory keeps growing in a
 continuous crawl although the bytes in use stay flat: the allocator holds freed memory in its
-arenas without giving it back (BENCHMARKS.md, "Soak"). jemalloc gives it back; Flink's own
-Docker images preload it for RocksDB's sake. The JVM is a child of the launcher, so the
+arenas without giving it back (BENCHMARKS.md, "Memory flat"). jemalloc gives it back; Flink's
+own Docker images preload it for RocksDB's sake. The JVM is a child of the launcher, so the
 launcher puts the library in the child's ``LD_PRELOAD``: its own process is left as it is.
 
 ``crawl.native_allocator``: ``auto`` (jemalloc when found, else ``malloc``), ``jemalloc`` (an
