@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from drum.due_window import DueWindow, WindowBuilder
 from drum.errors import DrumCorruptError, DrumManifestError, DrumWriteError
 from drum.files import (
     KIND_ARCHIVE,
@@ -128,6 +129,16 @@ class DuePolicy:
     #: other); a revisit's rank adds how late it is, in intervals (``interval_s``). 0: both
     #: kinds ranked together.
     refresh_share: float = 0.0
+    #: Above 0: keep a due window of at most this many records in memory
+    #: (:mod:`drum.due_window`), from which selections are made without reading the runs while
+    #: it lasts; a pass over the runs builds it again. 0: every selection passes over the runs.
+    #: Not used with a ``min_score`` (a score that grows would move a record into it).
+    window_urls: int = 0
+
+    @property
+    def windowed(self) -> bool:
+        """Whether selections use a due window."""
+        return self.max_urls > 0 and self.window_urls > 0 and self.min_score == float("-inf")
 
 
 @dataclass(frozen=True)
@@ -228,6 +239,8 @@ class DueSelection:
     next_due_ms: int | None = None
     #: Of the selection, how many are revisits (fetch outcomes due again).
     revisits: int = 0
+    #: Made from the due window (:mod:`drum.due_window`), without reading the runs.
+    from_window: bool = False
 
 
 @dataclass(frozen=True)
@@ -641,6 +654,12 @@ class Drum:
         self._closed = False
         #: Seconds spent per merge phase (diagnostics; see also drum.files.IO_SECONDS).
         self.timings: dict[str, float] = {}
+        # The due window (None: none yet, or given up; never stored: built by a pass).
+        self._window: DueWindow | None = None
+        #: What the due window did (diagnostics, since this object was made): selections made
+        #: from it, passes that built one, windows given up (by cause), keys looked up in the
+        #: runs to keep one exact.
+        self.window_stats: dict[str, int] = {}
 
     # ------------------------------------------------------------------ construction
 
@@ -966,6 +985,8 @@ class Drum:
                 major = len(state.deltas) >= self.config.max_deltas
             if major:
                 result = state.major(result, select=force_major or select)
+            elif select and state.window is not None and state.window.usable(now_ms):
+                result = state.select_from_window(result)
             elif select:
                 result = state.select(result)
             state.pack_payloads()
@@ -1000,6 +1021,9 @@ class Drum:
             if id(run) not in keep:
                 run.close()
         self._main, self._deltas, self._archives = state.main, state.deltas, state.archives
+        self._window = state.window
+        for name, amount in state.window_counts.items():
+            self.window_stats[name] = self.window_stats.get(name, 0) + amount
         self._manifest = manifest
         self._state_version += 1
         self._fill = 0
@@ -1190,6 +1214,8 @@ class _MergeState:
         self.manifest = manifest
         self._files = 0
         self._last_lap = time.perf_counter()
+        self.window = drum._window if self.config.due.windowed else None
+        self.window_counts: dict[str, int] = {}
 
     def _lap(self, name: str) -> None:
         """Add the time since the previous lap to ``timings[name]``."""
@@ -1333,11 +1359,15 @@ class _MergeState:
             current = delta_values["leased_until_ms"][at]
             delta_values["leased_until_ms"][at] = np.maximum(current, lease)
         self._lap("minor.payloads")
+        runs_before = ([self.main] if self.main else []) + self.deltas
         if len(delta_keys):
             writer = self._run_writer(KIND_DELTA)
             writer.append(delta_keys, delta_values)
             self.deltas.append(self._finish_run(writer))
         self._lap("minor.write_delta")
+        if self.window is not None and len(delta_keys):
+            existed = live[np.searchsorted(ukeys, delta_keys)]
+            self._keep_window(delta_keys, delta_values, existed, runs_before)
         new = NewKeys(
             (base + new_pos).astype(np.uint64), new_keys, take(delta_values, at), new_payloads,
             kinds[new_pos],
@@ -1418,6 +1448,29 @@ class _MergeState:
         when the DRUM's user asks)."""
         return self._fold_pass(minor_result, rewrite=True, selecting=select)
 
+    def select_from_window(self, minor_result: MergeResult) -> MergeResult:
+        """The due selection made from the due window alone (:mod:`drum.due_window`): the
+        same records a pass over the runs would select, nothing read; only the selected URLs'
+        lease or QUEUED mark is written, as a small delta run. O(window) time."""
+        window = self.window
+        assert window is not None
+        selector = _DueSelector(self.config.due)
+        selector.offer_due(window.keys, window.values, self.now_ms)
+        self._lap("window.select")
+        self._count_window("selections")
+        deltas = list(self.deltas)
+        due_keys, due_values, lease_until, marks = self._lease(selector, deltas)
+        self.window = window.mark(*marks) if marks is not None else window
+        self.deltas = deltas
+        self.counters = replace(self.counters, selections=self.counters.selections + 1)
+        next_due = selector.next_due_ms
+        rebuild = window.next_rebuild_ms()
+        if rebuild is not None and (next_due is None or rebuild < next_due):
+            next_due = rebuild  # (records due after the horizon are not in the window)
+        selection = self._due_selection(selector, due_keys, due_values, lease_until, next_due,
+                                        from_window=True)
+        return replace(minor_result, due=selection)
+
     def _fold_pass(
         self, minor_result: MergeResult, *, rewrite: bool, selecting: bool
     ) -> MergeResult:
@@ -1427,8 +1480,12 @@ class _MergeState:
         main_writer = self._run_writer(KIND_MAIN) if rewrite else None
         archive_writer: RunWriter | None = None
         selector = _DueSelector(self.config.due)
-        ranks = _HostRanks()
         due_policy = self.config.due
+        builder = None
+        if due_policy.windowed:
+            builder = WindowBuilder(due_policy.window_urls, max(1, due_policy.window_urls // 2),
+                                    now)
+        ranks = _HostRanks()
         archived = 0
         self._lap(f"{lap}.start")
         for keys, values in _merged_chunks(sources):
@@ -1448,6 +1505,9 @@ class _MergeState:
             if selecting and due_policy.max_urls > 0:
                 selector.offer_due(keys, values, now)
                 self._lap(f"{lap}.select")
+            if builder is not None:
+                builder.offer(keys, values)
+                self._lap(f"{lap}.window")
         new_deltas: list[RunFile] = []
         if main_writer is not None:
             new_main = self._finish_run(main_writer) if main_writer.total else None
@@ -1460,20 +1520,16 @@ class _MergeState:
         new_archives = list(self.archives)
         if archive_writer is not None:
             new_archives.append(self._finish_run(archive_writer))
-        due_keys, due_values = selector.result()
-        leased = due_policy.lease_ms > 0 and not due_policy.mark_queued
-        lease_until = now + due_policy.lease_ms if leased else 0
-        if len(due_keys) and (lease_until or due_policy.mark_queued):
-            order = np.argsort(due_keys)
-            lease = neutral(len(due_keys))
-            if due_policy.mark_queued:
-                lease["status"] = DrumStatus.QUEUED
-                lease["status_ms"] = now
+        due_keys, due_values, lease_until, marks = self._lease(selector, new_deltas)
+        if builder is not None:
+            window = builder.result()
+            if window is None:
+                self._count_window(f"given_up.{builder.failed}")
             else:
-                lease["leased_until_ms"] = lease_until
-            writer = self._run_writer(KIND_DELTA)
-            writer.append(due_keys[order], lease)
-            new_deltas.append(self._finish_run(writer))
+                self._count_window("builds")
+                if marks is not None:
+                    window = window.mark(*marks)
+            self.window = window
         self._lap(f"{lap}.lease")
         compacted = False
         if len(new_archives) > self.config.max_archives:
@@ -1491,30 +1547,102 @@ class _MergeState:
         )
         due_selection = None
         if selecting:
-            due_manifest = self.manifest.evolve(payloads=self.payloads)
-            due_selection = DueSelection(
-                due_keys,
-                due_values,
-                self.drum.read_payloads(due_values, due_manifest),
-                lease_until,
-                remaining=selector.due - len(due_keys),
-                full=selector.full,
-                next_due_ms=selector.next_due_ms,
-                revisits=selector.revisits,
-            )
+            due_selection = self._due_selection(selector, due_keys, due_values, lease_until,
+                                                selector.next_due_ms)
         self._lap(f"{lap}.read_due_payloads")
-        return MergeResult(
-            minor_result.merge_no,
-            now,
-            minor_result.seq_end,
-            minor_result.checks,
-            minor_result.new,
-            minor_result.dropped_updates,
-            major=rewrite,
-            due=due_selection,
-            archived=archived,
-            compacted=compacted,
+        return replace(minor_result, major=rewrite, due=due_selection, archived=archived,
+                       compacted=compacted)
+
+    def _lease(
+        self, selector: _DueSelector, deltas: list[RunFile]
+    ) -> tuple[np.ndarray, np.ndarray, int, tuple[np.ndarray, np.ndarray] | None]:
+        """The selection of ``selector``, its lease time, and its lease or QUEUED marks
+        (sorted keys, records), written as a delta run appended to ``deltas`` (None: none)."""
+        due_policy = self.config.due
+        due_keys, due_values = selector.result()
+        leased = due_policy.lease_ms > 0 and not due_policy.mark_queued
+        lease_until = self.now_ms + due_policy.lease_ms if leased else 0
+        marks = None
+        if len(due_keys) and (lease_until or due_policy.mark_queued):
+            order = np.argsort(due_keys)
+            lease = neutral(len(due_keys))
+            if due_policy.mark_queued:
+                lease["status"] = DrumStatus.QUEUED
+                lease["status_ms"] = self.now_ms
+            else:
+                lease["leased_until_ms"] = lease_until
+            writer = self._run_writer(KIND_DELTA)
+            writer.append(due_keys[order], lease)
+            deltas.append(self._finish_run(writer))
+            marks = (due_keys[order], lease)
+        return due_keys, due_values, lease_until, marks
+
+    def _due_selection(
+        self,
+        selector: _DueSelector,
+        due_keys: np.ndarray,
+        due_values: np.ndarray,
+        lease_until: int,
+        next_due_ms: int | None,
+        *,
+        from_window: bool = False,
+    ) -> DueSelection:
+        due_manifest = self.manifest.evolve(payloads=self.payloads)
+        return DueSelection(
+            due_keys,
+            due_values,
+            self.drum.read_payloads(due_values, due_manifest),
+            lease_until,
+            remaining=selector.due - len(due_keys),
+            full=selector.full,
+            next_due_ms=next_due_ms,
+            revisits=selector.revisits,
+            from_window=from_window,
         )
+
+    # -- the due window
+
+    def _count_window(self, name: str) -> None:
+        self.window_counts[name] = self.window_counts.get(name, 0) + 1
+
+    def _keep_window(
+        self, keys: np.ndarray, deltas: np.ndarray, existed: np.ndarray, runs: list[RunFile]
+    ) -> None:
+        """The due window after this merge's delta records (``runs``: those before it)."""
+        window = self.window
+        assert window is not None
+        if not window.usable(self.now_ms):
+            self._count_window("given_up.horizon")
+            self.window = None
+            return
+
+        def lookup(wanted: np.ndarray) -> np.ndarray:
+            self.window_counts["lookups"] = self.window_counts.get("lookups", 0) + len(wanted)
+            return self._records(runs, wanted)
+
+        self.window = window.apply(keys, deltas, existed, lookup)
+        if self.window is None:
+            self._count_window("given_up.full")
+        self._lap("minor.window")
+
+    def _records(self, runs: list[RunFile], keys: np.ndarray) -> np.ndarray:
+        """The folded records of sorted unique ``keys``, every one in ``runs`` (oldest
+        first): reads the blocks whose range holds one of them (checked)."""
+        pieces = []
+        for run in runs:
+            table = run.table
+            lo = np.searchsorted(keys, table["first"], side="left")
+            hi = np.searchsorted(keys, table["last"], side="right")
+            for block in np.flatnonzero(hi > lo).tolist():
+                block_keys, block_values = run.read_block(block)
+                wanted = keys[int(lo[block]) : int(hi[block])]
+                at = np.minimum(np.searchsorted(block_keys, wanted), len(block_keys) - 1)
+                found = block_keys[at] == wanted
+                pieces.append((wanted[found], take(block_values, at[found])))
+        found_keys, values = _fold_pieces(pieces)
+        if not np.array_equal(found_keys, keys):
+            raise DrumCorruptError(self.drum.directory, "a key found in a run is not there")
+        return values
 
     # -- payload packing
 

@@ -1,0 +1,209 @@
+"""The due window (drum/due_window.py): selections made from it are the selections a pass over
+the runs makes, and while it lasts they read no run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drum import NEVER, Drum, DrumConfig, DrumStatus, DuePolicy, discoveries, neutral, outcomes
+from drum.due_window import ALL_DUE, WindowBuilder, due_times
+from drum.files import RunFile
+from drum.record import concat
+
+T0 = 1_700_000_000_000
+HOSTS = 12
+
+
+def _config(window_urls: int) -> DrumConfig:
+    return DrumConfig(
+        buffer_ops=64,
+        block_records=16,
+        max_deltas=6,
+        delta_base_records=8,
+        fsync=False,
+        due=DuePolicy(max_urls=25, per_host=3, lease_ms=0, mark_queued=True, depth_weight=0.1,
+                      refresh_share=0.3, window_urls=window_urls),
+    )
+
+
+class _Crawl:
+    """The same random crawl operations, applied to several DRUMs."""
+
+    def __init__(self, seed: int, urls: int = 600) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.universe = self.rng.integers(1, 2**63, urls, dtype=np.uint64)
+        self.hosts = self.rng.integers(1, HOSTS + 1, urls).astype(np.uint32)
+        self.queued: list[int] = []  # indexes into the universe, handed out
+
+    def discover(self, now: int, drums: list[Drum]) -> None:
+        rng = self.rng
+        pick = rng.integers(0, len(self.universe), rng.integers(1, 2 + len(self.universe) // 15))
+        announced = np.where(rng.random(len(pick)) < 0.1, now // 1000 - 5, 0)
+        values = discoveries(len(pick), now_ms=now, score=rng.random(len(pick)) * 3,
+                             depth=rng.integers(0, 6, len(pick)), host=self.hosts[pick],
+                             announced_s=announced)
+        payloads = [b"http://h%d/%d" % (self.hosts[i], i) for i in pick]
+        for drum in drums:
+            drum.check_update(self.universe[pick], values.copy(), payloads, now_ms=now)
+
+    def outcomes(self, now: int, drums: list[Drum]) -> None:
+        rng = self.rng
+        if not self.queued:
+            return
+        count = int(rng.integers(1, len(self.queued) + 1))
+        done, self.queued = self.queued[:count], self.queued[count:]
+        pick = np.array(done)
+        n = len(pick)
+        status = rng.choice([DrumStatus.FETCHED, DrumStatus.FETCHED, DrumStatus.HTTP_ERROR,
+                             DrumStatus.FETCH_ERROR], n)
+        later = now + rng.integers(0, 20_000, n)
+        next_fetch = np.where(rng.random(n) < 0.15, NEVER, later)
+        values = outcomes(n, status=status, at_ms=now - 1, next_fetch_ms=next_fetch,
+                          host=self.hosts[pick])
+        values["recrawl_s"] = (now - 1) // 1000
+        values["interval_s"] = rng.integers(1, 30, n)
+        for drum in drums:
+            drum.update(self.universe[pick], values.copy(), None, now_ms=now)
+
+    def marks(self, now: int, drums: list[Drum]) -> None:
+        """Flags on keys known or not (an unknown key gets a record of status NONE)."""
+        pick = self.rng.integers(0, len(self.universe), 3)
+        values = neutral(len(pick))
+        values["flags"] = 1
+        values["host"] = self.hosts[pick]
+        for drum in drums:
+            drum.update(self.universe[pick], values.copy(), None, now_ms=now)
+
+    def handed_out(self, keys: np.ndarray) -> None:
+        index = {int(k): i for i, k in enumerate(self.universe.tolist())}
+        self.queued += [index[int(k)] for k in keys.tolist()]
+
+
+def _same_records(a: np.ndarray, b: np.ndarray) -> None:
+    """Equal records; scores to float32 rounding (sums folded in another grouping)."""
+    np.testing.assert_allclose(a["score"], b["score"], rtol=1e-5)
+    a, b = a.copy(), b.copy()
+    a["score"] = b["score"] = 0
+    assert a.tobytes() == b.tobytes()
+
+
+def _same_selection(windowed, passed) -> None:
+    assert windowed is not None
+    assert passed is not None
+    assert windowed.keys.tolist() == passed.keys.tolist()
+    _same_records(windowed.values, passed.values)
+    assert windowed.payloads == passed.payloads
+    assert (windowed.remaining, windowed.full, windowed.revisits) == (
+        passed.remaining, passed.full, passed.revisits)
+    # The window may wake its DRUM earlier (at its horizon), never later.
+    if passed.next_due_ms is not None:
+        assert windowed.next_due_ms is not None
+        assert windowed.next_due_ms <= passed.next_due_ms
+
+
+@pytest.mark.parametrize(("seed", "urls", "window_urls"),
+                         [(1, 600, 10_000), (2, 600, 10_000), (3, 120, 60), (4, 120, 30),
+                          (5, 600, 40)])
+def test_selections_from_the_window_are_those_of_a_pass(tmp_path, seed, urls, window_urls):
+    """Also with windows too small for the crawl: given up, built again, or never built."""
+    crawl = _Crawl(seed, urls)
+    windowed = Drum.create(str(tmp_path / "windowed"), _config(window_urls))
+    passed = Drum.create(str(tmp_path / "passed"), _config(0))
+    drums = [windowed, passed]
+    now = T0
+    for step in range(160):
+        now += int(crawl.rng.integers(200, 1500))
+        crawl.discover(now, drums)
+        crawl.outcomes(now, drums)
+        if step % 7 == 0:
+            crawl.marks(now, drums)
+        major = step % 37 == 36
+        a = windowed.merge(now_ms=now, major=major, select=True)
+        b = passed.merge(now_ms=now, major=major, select=True)
+        _same_selection(a.due, b.due)
+        crawl.handed_out(a.due.keys)
+        if step == 80:  # a restore: the window is built again by the next selection's pass
+            manifest = windowed.manifest_bytes()
+            windowed.close()
+            windowed = Drum.restore(str(tmp_path / "windowed"), manifest, (),
+                                    _config(window_urls))
+            drums = [windowed, passed]
+    for (keys_a, values_a, archived_a), (keys_b, values_b, archived_b) in zip(
+            windowed.items(), passed.items(), strict=True):
+        assert keys_a.tolist() == keys_b.tolist()
+        assert archived_a == archived_b
+        _same_records(values_a, values_b)
+    stats = windowed.window_stats
+    if window_urls >= 10_000:
+        # After the restore, the window lasts: every selection comes from it but those of the
+        # passes that build it (the first, and each major merge's).
+        assert not [name for name in stats if name.startswith("given_up")]
+        assert stats["selections"] + stats["builds"] >= 79
+        assert stats["selections"] >= 40
+        assert stats.get("lookups", 0) > 0  # announcements of keys outside it were looked up
+    elif urls < 600:
+        assert stats["builds"] >= 1
+        assert stats["selections"] >= 1
+        assert stats.get("given_up.full", 0) + stats.get("given_up.horizon", 0) > 0
+    else:  # more records due at once than the window holds, all along
+        assert set(stats) == {"given_up.due_now"}
+    assert passed.window_stats == {}
+    windowed.close()
+    passed.close()
+
+
+def test_a_selection_from_the_window_reads_no_run(tmp_path, monkeypatch):
+    crawl = _Crawl(7)
+    drum = Drum.create(str(tmp_path / "d"), _config(10_000))
+    now = T0
+    for _ in range(20):
+        now += 500
+        crawl.discover(now, [drum])
+        crawl.outcomes(now, [drum])
+        crawl.handed_out(drum.merge(now_ms=now, select=True).due.keys)
+    reads = []
+    real = RunFile.read_block
+    monkeypatch.setattr(RunFile, "read_block", lambda run, block: reads.append(block) or
+                        real(run, block))
+    drum.check_update(crawl.universe[:0], discoveries(0, now_ms=now), [], now_ms=now)
+    result = drum.merge(now_ms=now + 500, select=True)
+    assert result.due.from_window
+    assert reads == []
+    drum.close()
+
+
+def test_a_window_is_built_with_the_records_due_soonest():
+    now = T0
+    n = 10
+    values = outcomes(n, status=DrumStatus.FETCHED, at_ms=now - 10,
+                      next_fetch_ms=now + np.array([5, 1, 9, 3, 3, 7, 2, 8, 6, 4]) * 1000)
+    queued = outcomes(2, status=DrumStatus.QUEUED, at_ms=now - 5)
+    keys = np.arange(1, n + 3, dtype=np.uint64)
+    builder = WindowBuilder(capacity=8, target=4, now_ms=now)
+    builder.offer(keys, concat([values, queued]))
+    window = builder.result()
+    assert window is not None
+    # Due at +1, +2, +3, +3 s (the tie at 3 s is held whole), and the two QUEUED records.
+    assert window.horizon_ms == now + 4000 - 1
+    assert sorted(window.keys.tolist()) == [2, 4, 5, 7, 11, 12]
+    assert window.next_rebuild_ms() == now + 4000
+    everything = WindowBuilder(capacity=20, target=10, now_ms=now)
+    everything.offer(keys, concat([values, queued]))
+    assert everything.result().horizon_ms == ALL_DUE
+
+
+def test_no_window_when_more_records_are_due_now_than_it_holds():
+    now = T0
+    values = discoveries(30, now_ms=now - 1)
+    builder = WindowBuilder(capacity=20, target=10, now_ms=now)
+    builder.offer(np.arange(1, 31, dtype=np.uint64), values)
+    assert builder.result() is None
+    assert builder.failed == "due_now"
+
+
+def test_due_times_of_records_never_due():
+    records = neutral(3)
+    records["status"] = [DrumStatus.NONE, DrumStatus.QUEUED, DrumStatus.FETCHED]
+    records["next_fetch_ms"] = [5, 5, NEVER]
+    assert due_times(records).tolist() == [NEVER, NEVER, NEVER]
