@@ -539,11 +539,16 @@ class PrioritySection:
     host_window: int = 16
     #: URLs one crawl DB partition releases at most per release, best first.
     release_batch: int = 1000
-    #: A partition releases at most this often (each release is a full pass of its DRUM)...
+    #: A partition releases at most this often...
     release_seconds: float = 1.0
-    #: ...and spends at most this share of the time releasing (a large partition waits longer
-    #: between releases).
+    #: ...and spends at most this share of the time releasing (a release that passes over a
+    #: large partition's whole DRUM makes it wait longer before the next).
     release_max_share: float = 0.02
+    #: Records of the URLs due soonest (and of those QUEUED) a partition keeps in memory, at
+    #: most, to release from without reading its DRUM (drum/due_window.py; 144 bytes each);
+    #: a pass over the DRUM builds the window again when it runs out. 0: every release is a
+    #: pass over the DRUM.
+    release_window: int = 20_000
 
     def _validate(self) -> None:
         for key in ("seed_boost", "sitemap_boost", "other_domain_link", "same_domain_link",
@@ -555,6 +560,7 @@ class PrioritySection:
         _check(self, "priority", "release_seconds", _positive, "a number > 0")
         _check(self, "priority", "release_max_share", lambda v: 0 < v <= 1,
                "a number above 0, at most 1")
+        _check(self, "priority", "release_window", lambda v: v >= 0, "an integer >= 0")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,12 +26,14 @@ Operations, in the order the loop delivers them:
   what its discovery was worth once more (negative: the link of a near-duplicate counts less);
 * a **near** mark: ``update`` setting the record's :data:`FLAG_NEAR_DUPLICATE`.
 
-**Releases** (``priority.enabled``). At most every ``priority.release_seconds`` (and no more
-often than keeps releases within ``release_max_share`` of the time: each is a pass over the
-whole DRUM, about 0.2 s a million URLs), when
-operations came since the last one, the merge makes a due selection (a read-only pass over the
-folded DRUM runs, or a major merge's when one is due anyway; :class:`drum.DuePolicy` with
-``mark_queued``) that takes the best-ranked UNFETCHED URLs, at most
+**Releases** (``priority.enabled``). At most every ``priority.release_seconds``, when
+operations came since the last one, the merge makes a due selection (:class:`drum.DuePolicy`
+with ``mark_queued``): from the DRUM's due window (``priority.release_window`` records of the
+URLs due soonest and of those QUEUED, in memory, kept exact by every merge:
+:mod:`drum.due_window`) while it lasts, else in a read-only pass over the folded DRUM runs
+(about 0.2 s a million URLs; or a major merge's when one is due anyway), which builds the
+window again. A release that passed over the DRUM spaces the next so that releases take at
+most ``release_max_share`` of the time. The selection takes the best-ranked UNFETCHED URLs, at most
 ``release_batch``, and no more of a host than leave ``host_window`` of its URLs QUEUED; the
 selected records become QUEUED (a fetch outcome, newer, replaces that) and go to the frontier
 with their rank. URLs left wait for a later release: :attr:`CrawlDbPartition.pending` counts
@@ -197,6 +199,7 @@ def drum_config(
             depth_weight=priority.depth_penalty,
             refresh_share=recrawl.refresh_share if recrawl is not None and recrawl.enabled
             else 0.0,
+            window_urls=priority.release_window,
         )
     return DrumConfig(
         buffer_ops=section.buffer_ops,
@@ -297,7 +300,7 @@ class CrawlDbPartition:
         self._release_ms = int(priority.release_seconds * 1000) if self._releasing else 0
         self._release_share = priority.release_max_share if self._releasing else 1.0
         # The time between releases: release_seconds, or more when a release (a pass over
-        # the whole DRUM) takes longer than release_max_share of it.
+        # the whole DRUM, when its due window ran out) takes longer than release_max_share of it.
         self._release_interval_ms = self._release_ms
         self._last_release_ms = 0
         # A partition just opened (or restored) releases once before it knows what waits.
@@ -615,6 +618,7 @@ class CrawlDbPartition:
                 self._release_again = result.due.full and self._pending > 0
                 self._next_due_ms = result.due.next_due_ms
                 answer.count("releases")
+                answer.count("releases.from_window", int(result.due.from_window))
                 answer.count("urls.released.revisits", result.due.revisits)
                 values = result.due.values
                 early = announced(values) & (values["next_fetch_ms"] > now_ms)

@@ -50,6 +50,10 @@ class CrawlSummary:
     #: answered 304 Not Modified.
     refetches: int = 0
     not_modified: int = 0
+    #: Releases of URLs by the crawl DB (priority), and of those the ones made from a due
+    #: window without reading the DRUM.
+    releases: int = 0
+    releases_from_window: int = 0
     elapsed_seconds: float = 0.0
     stop_reason: str = ""
     savepoint: str = ""
@@ -116,6 +120,9 @@ class CrawlSummary:
         ]
         if self.refetches:
             lines.append(f"  refetches       {self.refetches} ({self.not_modified} not modified)")
+        if self.releases:
+            lines.append(f"  releases        {self.releases} ({self.releases_from_window} from "
+                         "the due window)")
         lines += [
             f"  WARC files      {len(self.warc_files)} in "
             f"{Path(self.warc_files[0]).parent if self.warc_files else '-'}",

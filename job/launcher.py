@@ -422,6 +422,8 @@ def run_local_crawl(
     summary.refetches = figures.counter("process.fetches.refresh")
     summary.not_modified = figures.counter("process.warc.not_modified")
     summary.near_duplicates = figures.counter("neardup.pages.near_duplicate")
+    summary.releases = figures.counter("crawldb.releases")
+    summary.releases_from_window = figures.counter("crawldb.releases.from_window")
     summary.warc_files = sorted(str(p) for p in layout.warc.glob("*.warc.gz"))
     try:
         summary.cdxj_lines = build_index(layout.warc, layout.index)

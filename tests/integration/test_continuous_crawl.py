@@ -197,6 +197,9 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     # The crawl's own figures and log agree with the server's.
     assert summary["refetches"] >= len(revisits) + len(fast_revisits), summary
     assert summary["not_modified"] >= not_modified, summary
+    # Releases came from the crawl DB's due windows, not from passes over its DRUMs: only
+    # the passes that build them (a partition's first release, a major merge's) read them.
+    assert summary["releases_from_window"] >= 0.8 * summary["releases"] > 0, summary
     log_lines = [
         parse_line(line)
         for path in (tmp_path / "out" / "logs").glob("crawl-*.log")
