@@ -132,13 +132,10 @@ class DuePolicy:
     #: Above 0: keep a due window of at most this many records in memory
     #: (:mod:`drum.due_window`), from which selections are made without reading the runs while
     #: it lasts; a pass over the runs builds it again. 0: every selection passes over the runs.
-    #: Not used with a ``min_score`` (a score that grows would move a record into it).
+    #: Not used with a ``min_score`` (a score that grows would move a record into it), nor
+    #: with an :class:`ArchivePolicy` that gives up on records a selection could take (see
+    #: :attr:`DrumConfig.windowed`).
     window_urls: int = 0
-
-    @property
-    def windowed(self) -> bool:
-        """Whether selections use a due window."""
-        return self.max_urls > 0 and self.window_urls > 0 and self.min_score == float("-inf")
 
 
 @dataclass(frozen=True)
@@ -188,6 +185,19 @@ class DrumConfig:
     fsync: bool = True
     #: Write each new manifest as a file too, so :meth:`Drum.open` can reopen the directory.
     write_manifest_files: bool = True
+
+    @property
+    def windowed(self) -> bool:
+        """Whether selections use a due window: asked for, and the window can be kept exact
+        without a pass (no ``min_score``; the archive policy gives up on nothing but records
+        never due again, as a pass passes over the records it would archive: a failure count,
+        a score or a host's rank among its records can change without a merge reading them)."""
+        due, archive = self.due, self.archive
+        return (
+            due.max_urls > 0 and due.window_urls > 0 and due.min_score == float("-inf")
+            and archive.min_score is None and archive.max_failures == 0
+            and archive.host_max_urls == 0
+        )
 
     def __post_init__(self) -> None:
         if self.buffer_ops < 1 or self.block_records < 1 or self.max_deltas < 1:
@@ -1214,7 +1224,7 @@ class _MergeState:
         self.manifest = manifest
         self._files = 0
         self._last_lap = time.perf_counter()
-        self.window = drum._window if self.config.due.windowed else None
+        self.window = drum._window if self.config.windowed else None
         self.window_counts: dict[str, int] = {}
 
     def _lap(self, name: str) -> None:
@@ -1482,7 +1492,7 @@ class _MergeState:
         selector = _DueSelector(self.config.due)
         due_policy = self.config.due
         builder = None
-        if due_policy.windowed:
+        if self.config.windowed:
             builder = WindowBuilder(due_policy.window_urls, max(1, due_policy.window_urls // 2),
                                     now)
         ranks = _HostRanks()

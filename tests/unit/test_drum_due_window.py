@@ -3,10 +3,22 @@ the runs makes, and while it lasts they read no run."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from drum import NEVER, Drum, DrumConfig, DrumStatus, DuePolicy, discoveries, neutral, outcomes
+from drum import (
+    NEVER,
+    ArchivePolicy,
+    Drum,
+    DrumConfig,
+    DrumStatus,
+    DuePolicy,
+    discoveries,
+    neutral,
+    outcomes,
+)
 from drum.due_window import ALL_DUE, WindowBuilder, due_times
 from drum.files import RunFile
 from drum.record import concat
@@ -207,3 +219,14 @@ def test_due_times_of_records_never_due():
     records["status"] = [DrumStatus.NONE, DrumStatus.QUEUED, DrumStatus.FETCHED]
     records["next_fetch_ms"] = [5, 5, NEVER]
     assert due_times(records).tolist() == [NEVER, NEVER, NEVER]
+
+
+def test_no_window_with_policies_a_merge_cannot_follow():
+    config = _config(1000)
+    assert config.windowed
+    assert not replace(config, due=replace(config.due, window_urls=0)).windowed
+    assert not replace(config, due=replace(config.due, min_score=1.0)).windowed
+    for archive in (ArchivePolicy(max_failures=3), ArchivePolicy(min_score=0.5),
+                    ArchivePolicy(host_max_urls=100)):
+        assert not replace(config, archive=archive).windowed
+    assert replace(config, archive=ArchivePolicy(archive_done=True)).windowed
