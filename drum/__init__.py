@@ -15,7 +15,7 @@ What it is
     fetching.
     Modules: :mod:`drum.record` (keys, record layout, merge rule), :mod:`drum.files` (file
     formats), :mod:`drum.manifest` (manifest, garbage collection), :mod:`drum.store` (the
-    :class:`Drum`).
+    :class:`Drum`), :mod:`drum.due_window` (due selections without a pass over the runs).
 
 Merge rule (:func:`combine`; flink-crawler's DefaultUrlStateMerger)
     unfetched + unfetched sums the scores and keeps the earliest next fetch; otherwise the

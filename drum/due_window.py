@@ -9,6 +9,8 @@ The window holds, sorted by key, the exact current record of
 * every record **due at or before its horizon** (a candidate whose next fetch time, or a
   sitemap's announcement, comes then and whose lease has run out by then: :func:`due_times`),
 * every record **QUEUED** (handed out, its outcome not in yet: a host's window counts them),
+* every record **UNFETCHED** (a discovery of it could make it due sooner; in a crawl DB they
+  are all due at once anyway),
 * every record of **status NONE** (a key that only carries counters or flags so far: a
   discovery would make it due at once).
 
@@ -17,9 +19,10 @@ A pass over the runs (a major merge, or a selection made the old way) builds it:
 record due at or before the horizon is in). Each minor merge keeps it exact without reading
 the runs: the merge rule is associative, so a record in the window folded with the merge's
 delta record is the record on disk; a key the merge inserts comes with its whole record; and a
-key already on disk but not in the window is, by the window's definition, a record not due
-before the horizon, which a delta can only make due by winning with an outcome due before the
-horizon or by announcing new content: only those few keys are looked up in the runs. So a
+key already on disk but not in the window is, by the window's definition, a fetch outcome not
+due before the horizon, which a delta can only make due by winning with an outcome due before
+the horizon or by announcing new content (a discovery loses to an outcome): only those few
+keys are looked up in the runs. So a
 selection made from the window is the selection a pass over the runs would make (same records,
 same ranks), without reading them.
 
@@ -70,22 +73,22 @@ def due_times(values: np.ndarray) -> np.ndarray:
     return np.where(never | (next_fetch == NEVER), NEVER, due)
 
 
+def _always_held(values: np.ndarray) -> np.ndarray:
+    """The records a window holds whatever their due time: QUEUED, UNFETCHED and NONE."""
+    status = values["status"]
+    return (status <= DrumStatus.UNFETCHED) | (status == DrumStatus.QUEUED)
+
+
 def _held(values: np.ndarray, horizon_ms: int) -> np.ndarray:
     """Which records a window with this horizon holds."""
-    status = values["status"]
-    return (
-        (status == DrumStatus.QUEUED)
-        | (status == DrumStatus.NONE)
-        | (due_times(values) <= horizon_ms)
-    )
+    return _always_held(values) | (due_times(values) <= horizon_ms)
 
 
 def may_become_due(deltas: np.ndarray, horizon_ms: int) -> np.ndarray:
-    """Which delta records could make a record the window does not hold (one not due by the
-    horizon: an outcome due later or never, or an UNFETCHED record leased beyond it) one it
-    must hold: an outcome (or QUEUED mark) due by the horizon, which wins if it is the newer,
-    or an announcement of new content. A discovery loses to an outcome and cannot shorten a
-    lease; counters, flags and scores do not move a due time."""
+    """Which delta records could make a record the window does not hold (a fetch outcome due
+    after the horizon, or never) one it must hold: an outcome (or QUEUED mark) due by the
+    horizon, which wins if it is the newer, or an announcement of new content. A discovery
+    loses to an outcome; a lease only grows; counters, flags and scores move no due time."""
     outcome = status_class(deltas["status"]) == 2
     early = (deltas["status"] == DrumStatus.QUEUED) | (
         np.maximum(deltas["next_fetch_ms"], deltas["leased_until_ms"]) <= horizon_ms
@@ -140,7 +143,7 @@ class DueWindow:
         outside = ~inside
         fresh = outside & ~existed
         unknown = outside & existed
-        unknown[unknown] = may_become_due(deltas[unknown], self.horizon_ms)
+        unknown[unknown] = may_become_due(select(deltas, unknown), self.horizon_ms)
         add_keys = [keys[fresh]]
         add_values = [select(deltas, fresh)]
         if unknown.any():
@@ -175,8 +178,9 @@ class DueWindow:
 class WindowBuilder:
     """Builds a :class:`DueWindow` from the folded records of a pass over the runs, offered in
     key order: the ``target`` records due soonest (every one due by ``now_ms`` must fit) and
-    every QUEUED and NONE record (at most ``capacity``). Memory O(capacity + a chunk): records
-    due later are cut as the pass goes, the horizon moving down to just before them."""
+    every QUEUED, UNFETCHED and NONE record (at most ``capacity`` in all). Memory
+    O(capacity + a chunk): records due later are cut as the pass goes, the horizon moving down
+    to just before them."""
 
     def __init__(self, capacity: int, target: int, now_ms: int) -> None:
         self.capacity = capacity
@@ -188,18 +192,18 @@ class WindowBuilder:
         self._values: list[np.ndarray] = []
         self._due: list[np.ndarray] = []
         self._count = 0
-        self._special = 0  # QUEUED and NONE records (always held)
-        #: Why no window can be built (None: one can): ``queued`` (more QUEUED and NONE
-        #: records than its capacity), ``due_now`` (more records due now than its target),
-        #: ``full`` (more of both together than its capacity).
+        self._special = 0  # records held whatever their due time
+        #: Why no window can be built (None: one can): ``held`` (more QUEUED, UNFETCHED and
+        #: NONE records than its capacity: a crawl that discovers faster than it fetches),
+        #: ``due_now`` (more records due now than its target), ``full`` (more of both
+        #: together than its capacity).
         self.failed: str | None = None
 
     def offer(self, keys: np.ndarray, values: np.ndarray) -> None:
         if self.failed is not None or len(keys) == 0:
             return
         due = due_times(values)
-        status = values["status"]
-        special = (status == DrumStatus.QUEUED) | (status == DrumStatus.NONE)
+        special = _always_held(values)
         keep = special | (due < self._cut)
         count = int(np.count_nonzero(keep))
         if not count:
@@ -210,7 +214,7 @@ class WindowBuilder:
         self._due.append(np.where(special[keep], -1, due[keep]))
         self._count += count
         if self._special > self.capacity:
-            self.failed = "queued"
+            self.failed = "held"
         elif self._count - self._special > 2 * self.target:
             self._trim()
 

@@ -31,10 +31,15 @@ archived set, and, when asked, selects the URLs due for fetching (:class:`DuePol
 next fetch time, a per-host budget), which it leases (a small delta run) so they are not
 selected twice. A **due selection** asked for when no major merge is due makes the same
 selection in a read-only pass over the folded runs: only its lease is written.
-Its I/O is O(K x 136) bytes read and written; its memory is a few blocks per run plus the
-selection. With deltas allowed up to ``major_ratio`` x K records, each record is rewritten
-about 1 / major_ratio times per K updates: the amortised cost per operation is O(136 / ratio)
-bytes, independent of K.
+A major merge's I/O is O(K x 136) bytes read and written; its memory is a few blocks per run
+plus the selection. With deltas allowed up to ``major_ratio`` x K records, each record is
+rewritten about 1 / major_ratio times per K updates: the amortised cost per operation is
+O(136 / ratio) bytes, independent of K.
+
+With a **due window** (``DuePolicy.window_urls``, :mod:`drum.due_window`), a selection is made
+from the records due soonest, held in memory and kept exact by each minor merge, reading
+nothing, while the window lasts; a pass over the runs (a selection's or a major merge's)
+builds it again.
 """
 
 from __future__ import annotations
