@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from drum import NEVER, RECRAWL_FIELDS
-from drum.record import DIGEST_IS_SIMHASH, ETAG_LENGTH_MASK, ETAG_WEAK, MAX_ETAG_BYTES
+from drum.record import DIGEST_IS_SIMHASH, ETAG_LENGTH_MASK, ETAG_WEAK, pack_etag, unpack_etag
 
 if TYPE_CHECKING:
     from crawl.config import RecrawlSection
@@ -94,11 +94,12 @@ _GONE_REASON_PREFIXES = ("dns:",)
 
 def parse_etag(value: str | None) -> tuple[str, bool] | None:
     """The opaque tag and weakness of an ``ETag`` header, or None when there is none, it is
-    malformed, or its tag is longer than a record keeps (:data:`MAX_ETAG_BYTES`)."""
+    malformed, or the crawl DB's record cannot keep its tag (longer than 32 characters and not
+    mostly hex digits: :func:`drum.record.pack_etag`)."""
     if not value:
         return None
     match = _ETAG.fullmatch(value.strip())
-    if match is None or len(match.group(2)) > MAX_ETAG_BYTES:
+    if match is None or pack_etag(match.group(2)) is None:
         return None
     return match.group(2), bool(match.group(1))
 
@@ -507,12 +508,11 @@ def states_of_records(values: np.ndarray) -> list[RecrawlState | None]:
             states.append(None)
             continue
         info = columns["etag_info"][i]
-        raw = columns["etag"][i][: info & ETAG_LENGTH_MASK]
         states.append(RecrawlState(
             columns["recrawl_s"][i], columns["interval_s"][i], columns["digest"][i],
             columns["modified_s"][i], columns["observed_s"][i], columns["captured_s"][i],
             columns["visits"][i], columns["changes"][i], columns["failures_in_row"][i],
-            raw.decode("ascii", "replace"), bool(info & ETAG_WEAK),
+            unpack_etag(columns["etag"][i], info & ETAG_LENGTH_MASK), bool(info & ETAG_WEAK),
             bool(info & DIGEST_IS_SIMHASH),
         ))
     return states
@@ -531,9 +531,9 @@ def store_states(values: np.ndarray, states: Sequence[RecrawlState]) -> None:
         ("failures_in_row", lambda s: s.failures_in_row),
     ):
         values[name] = np.fromiter(map(getter, states), dtype=values.dtype[name], count=n)
-    tags = [s.etag.encode("ascii", "replace")[:MAX_ETAG_BYTES] for s in states]
-    values["etag"] = tags
+    tags = [pack_etag(s.etag) or (b"", 0) for s in states]
+    values["etag"] = [tag for tag, _ in tags]
     values["etag_info"] = [
-        len(tag) | (ETAG_WEAK if s.weak else 0) | (DIGEST_IS_SIMHASH if s.simhash else 0)
-        for tag, s in zip(tags, states, strict=True)
+        code | (ETAG_WEAK if s.weak else 0) | (DIGEST_IS_SIMHASH if s.simhash else 0)
+        for (_, code), s in zip(tags, states, strict=True)
     ]

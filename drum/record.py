@@ -46,10 +46,12 @@ offset  field                type   meaning and merge rule
 92      visits               u1     content observations in the change-rate estimate
 93      changes              u1     changes seen among them
 94      failures_in_row      u1     failed attempts since the last success
-95      etag_info            u1     bits 0-5: length of the ETag's opaque tag below; bit 6:
-                                    the ETag is weak; bit 7: ``digest`` is a simhash
-96      etag                 S32    the ETag's opaque tag (without quotes; longer tags are not
-                                    kept, and then only If-Modified-Since is asked)
+95      etag_info            u1     bits 0-5: length of the ETag's opaque tag below, or a
+                                    packed form's code (:func:`pack_etag`); bit 6: the ETag
+                                    is weak; bit 7: ``digest`` is a simhash
+96      etag                 S32    the ETag's opaque tag (without quotes), or a longer tag
+                                    packed (hex digits as bytes); a longer tag that does not
+                                    pack is not kept, and then only If-Modified-Since is asked
 128     announced_s          u4     the latest time (s) a sitemap's ``lastmod`` gave for the
                                     URL's content (0 = none); max. A URL whose announcement
                                     is newer than its last fetch outcome (``recrawl_s``) is
@@ -114,10 +116,12 @@ __all__ = [
     "host_key",
     "neutral",
     "outcomes",
+    "pack_etag",
     "record_dict",
     "select",
     "status_class",
     "take",
+    "unpack_etag",
     "upgrade",
     "url_key",
     "url_keys",
@@ -180,8 +184,56 @@ RECRAWL_FIELDS = (
 ETAG_LENGTH_MASK = 0x3F
 ETAG_WEAK = 0x40
 DIGEST_IS_SIMHASH = 0x80
-#: The longest opaque tag an ETag may have to be kept.
+#: The longest opaque tag an ETag may have to be kept as it is (longer ones are packed when
+#: they can be: :func:`pack_etag`).
 MAX_ETAG_BYTES = 32
+# Codes of packed tags in the length bits of ``etag_info`` (a plain tag's length is <= 32):
+# 64 hex digits (a SHA-256) as 32 bytes, in lower or upper case; an even run of hex digits as
+# bytes after a byte giving their count, then the rest of the tag as it is (an MD5 and a
+# suffix: S3's multipart "<md5>-<parts>", Netlify's "<md5>-ssl-df"), lower or upper case.
+_PACKED_HEX64, _PACKED_HEX64_UPPER, _PACKED_PREFIX, _PACKED_PREFIX_UPPER = 63, 62, 61, 60
+_LOWER_HEX = frozenset("0123456789abcdef")
+_UPPER_HEX = frozenset("0123456789ABCDEF")
+
+
+def pack_etag(tag: str) -> tuple[bytes, int] | None:
+    """An ETag's opaque tag as the record keeps it: ``(bytes, length code)`` for
+    ``etag`` and the length bits of ``etag_info``: the tag itself when it has at most
+    :data:`MAX_ETAG_BYTES` characters, else a packed form of a long tag made of hex digits
+    (with a suffix), else None (not kept). ASCII tags only (RFC 9110's etagc)."""
+    data = tag.encode("ascii", "replace")
+    if len(data) <= MAX_ETAG_BYTES:
+        return data, len(data)
+    for digits, whole, prefix in ((_LOWER_HEX, _PACKED_HEX64, _PACKED_PREFIX),
+                                  (_UPPER_HEX, _PACKED_HEX64_UPPER, _PACKED_PREFIX_UPPER)):
+        if len(tag) == 64 and set(tag) <= digits:
+            return bytes.fromhex(tag), whole
+        run = 0
+        while run < len(tag) and tag[run] in digits:
+            run += 1
+        run -= run % 2
+        packed = bytes([run // 2]) + bytes.fromhex(tag[:run]) + data[run:]
+        if run and len(packed) <= MAX_ETAG_BYTES:
+            return packed, prefix
+    return None
+
+
+def unpack_etag(raw: bytes, code: int) -> str:
+    """The opaque tag of a record's ``etag`` bytes and ``etag_info`` length bits (the inverse
+    of :func:`pack_etag`; NumPy drops the trailing NUL bytes of ``raw``)."""
+    if code <= MAX_ETAG_BYTES:
+        return raw[:code].decode("ascii", "replace")
+    raw = raw.ljust(MAX_ETAG_BYTES, b"\0")
+    if code in (_PACKED_HEX64, _PACKED_HEX64_UPPER):
+        digits, rest = raw.hex(), ""
+    elif code in (_PACKED_PREFIX, _PACKED_PREFIX_UPPER) and raw[0] < MAX_ETAG_BYTES:
+        size = raw[0]
+        digits = raw[1:1 + size].hex()
+        rest = raw[1 + size:].rstrip(b"\0").decode("ascii", "replace")
+    else:
+        return ""  # not a code this version writes
+    upper = code in (_PACKED_HEX64_UPPER, _PACKED_PREFIX_UPPER)
+    return (digits.upper() if upper else digits) + rest
 
 
 # Moving whole records through a plain void view is 5 to 10 times faster than through the

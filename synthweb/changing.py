@@ -16,8 +16,10 @@ sentence drawn from it), never the links: the reachable web stays the same.
 
 Validators: a page's answer carries ``ETag`` (strong, from its URL and version) and
 ``Last-Modified`` (when its current version began; a fixed date for static pages), except on
-the ``change_no_etag_host_share`` of the hosts that send Last-Modified only and the
-``change_no_validator_host_share`` that send neither. A GET whose ``If-None-Match`` names the
+the ``change_no_etag_host_share`` of the hosts that send Last-Modified only, the
+``change_no_validator_host_share`` that send neither, and the ``change_long_etag_host_share``
+that send only an ETag of more than 32 characters (a SHA-256 in hex, or an MD5 in hex with
+S3's or Netlify's suffix). A GET whose ``If-None-Match`` names the
 current tag (weak comparison, RFC 9110 13.1.2; ``*`` matches) is answered ``304 Not
 Modified`` with the validators and no body; without If-None-Match, an ``If-Modified-Since``
 not before Last-Modified is answered 304 too (an invalid date is ignored, RFC 9110 13.1.3).
@@ -78,6 +80,8 @@ class ChangePlan:
     phase: float
     etag: bool
     last_modified: bool
+    #: The ETag is a long one (more than 32 characters).
+    long_etag: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -144,7 +148,16 @@ class ChangingWeb:
     def etag_at(self, url: str, t: float) -> str:
         """The ETag of ``url`` at ``t`` (quoted)."""
         token = hashlib.blake2b(url.encode(), digest_size=6).hexdigest()
-        return f'"{token}-{self.version_at(url, t)}"'
+        version = self.version_at(url, t)
+        plan = self.plan(url)
+        if plan is not None and plan.long_etag:
+            content = f"{url}#{version}".encode()
+            form = int(token, 16) % 3
+            if form == 0:
+                return f'"{hashlib.sha256(content).hexdigest()}"'
+            md5 = hashlib.md5(content).hexdigest()
+            return f'"{md5}-ssl-df"' if form == 1 else f'"{md5}-{version % 9 + 2}"'
+        return f'"{token}-{version}"'
 
     def body_at(self, url: str, t: float) -> bytes:
         """The uncompressed body of ``url`` served at ``t`` (what a GET at ``t`` receives)."""
@@ -284,6 +297,9 @@ class ChangingWeb:
             etag = last_modified = False
         elif host_draw < config.change_no_validator_host_share + config.change_no_etag_host_share:
             etag, last_modified = False, True
+        elif host_draw < (config.change_no_validator_host_share + config.change_no_etag_host_share
+                          + config.change_long_etag_host_share):
+            return ChangePlan(change_class, period, phase, True, False, long_etag=True)
         else:
             etag = last_modified = True
         return ChangePlan(change_class, period, phase, etag, last_modified)

@@ -198,6 +198,10 @@ class WebConfig:
     #: Shares of the hosts that send Last-Modified only, and neither validator.
     change_no_etag_host_share: float = 0.2
     change_no_validator_host_share: float = 0.1
+    #: Share of the hosts that send an ETag only, of more than 32 characters, in the forms
+    #: servers use: a SHA-256 in hex, S3's multipart ``<md5>-<parts>``, Netlify's
+    #: ``<md5>-ssl-df``.
+    change_long_etag_host_share: float = 0.0
     #: Share of the hosts whose robots.txt (when it answers 200) names a live sitemap,
     #: ``/changes.xml``, giving each changing page's ``lastmod`` as the page changes.
     change_sitemap_host_share: float = 0.0
@@ -266,7 +270,8 @@ class WebConfig:
                 raise ValueError(f"WebConfig.{name} must be positive, got {getattr(self, name)!r}")
         if self.change_static_share + self.change_slow_share > 1.0:
             raise ValueError("WebConfig change class shares add up to more than 1")
-        if self.change_no_etag_host_share + self.change_no_validator_host_share > 1.0:
+        if (self.change_no_etag_host_share + self.change_no_validator_host_share
+                + self.change_long_etag_host_share > 1.0):
             raise ValueError("WebConfig validator host shares add up to more than 1")
         if not isinstance(self.gone_pages, int) or self.gone_pages < 0 or self.gone_after < 0:
             raise ValueError("WebConfig.gone_pages and gone_after must be >= 0")

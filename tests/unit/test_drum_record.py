@@ -24,6 +24,7 @@ from drum import (
     url_key,
     url_keys,
 )
+from drum.record import ETAG_LENGTH_MASK, pack_etag, unpack_etag
 
 
 def test_url_key_is_stable_blake2b() -> None:
@@ -178,3 +179,22 @@ def test_vectorised_rule_equals_sequential_rule(data: list[list[dict]]) -> None:
             left = combine_groups(_array(group[:2]), np.array([0]))
             right = combine_groups(_array(group[2:]), np.array([0]))
             assert record_dict(combine(left, right)[0]) == record_dict(got[i])
+
+
+def test_long_etags_pack_into_the_record_and_back() -> None:
+    rng = np.random.default_rng(5)
+    tags = ["", "a", "x" * 32, "0" * 64, "F" * 64, "00" * 31, "ab" * 16 + "-1"]
+    too_long = []
+    for length in range(33, 80):
+        digits = "".join(rng.choice(list("0123456789abcdef"), length))
+        tags += [digits[:32] + "-ssl-df", digits[:40] + "-" + "q" * 8]
+        # All hex digits: 62 of them fit (31 bytes and their count), or exactly 64 (32 bytes).
+        (tags if length <= 62 or length == 64 else too_long).extend([digits, digits.upper()])
+    for tag in tags:
+        data, code = pack_etag(tag)
+        assert code <= ETAG_LENGTH_MASK
+        records = neutral(1)
+        records["etag"] = [data]  # (NumPy drops trailing NUL bytes, as in a file read back)
+        assert unpack_etag(records["etag"][0], code) == tag
+    for tag in [*too_long, "z" * 33, "0" * 62 + "zzz"]:
+        assert pack_etag(tag) is None

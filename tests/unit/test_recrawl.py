@@ -217,7 +217,11 @@ def test_validator_parsing() -> None:
     assert parse_etag(' W/"x-1" ') == ("x-1", True)
     assert parse_etag('""') == ("", False)
     assert parse_etag("abc") is None  # unquoted: not an entity tag
-    assert parse_etag('"' + "a" * 33 + '"') is None  # longer than a record keeps
+    # Longer than 32: kept when mostly hex digits (packed), else not.
+    sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert parse_etag(f'"{sha256}"') == (sha256, False)
+    assert parse_etag('W/"' + "a" * 33 + '"') == ("a" * 33, True)
+    assert parse_etag('"' + "z" * 33 + '"') is None
     assert parse_etag('"a"b"') is None
     assert parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777
     assert parse_http_date("yesterday") == 0
@@ -257,10 +261,16 @@ def test_states_travel_through_json_and_records() -> None:
         RecrawlState(1_700_000_000, 60, (1 << 64) - 1, 5, 6, 7, 3, 1, 2, "t" * 32, True, True),
         RecrawlState(interval_s=3600),
         RecrawlState(1, 2, 3, etag="", weak=False),
+        # Long tags as servers send them: a SHA-256; S3's multipart and Netlify's forms.
+        RecrawlState(1, 2, 3, etag="E3B0C44298FC1C149AFBF4C8996FB924"
+                                   "27AE41E4649B934CA495991B7852B855"),
+        RecrawlState(1, 2, 3, etag="d41d8cd98f00b204e9800998ecf8427e-17", weak=True),
+        RecrawlState(1, 2, 3, etag="0041d8cd98f00b204e9800998ecf8400-ssl-df", simhash=True),
+        RecrawlState(1, 2, 3, etag="00" * 31),  # packed bytes ending in NUL
     ]
     for state in states:
         assert RecrawlState.decode(state.encode()) == state
-    records = neutral(3)
+    records = neutral(len(states))
     store_states(records, states)
     assert states_of_records(records) == states
     assert states_of_records(neutral(1)) == [None]

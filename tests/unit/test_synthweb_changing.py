@@ -189,3 +189,27 @@ def test_a_live_sitemap_gives_each_changing_page_its_current_lastmod(
     assert second[fast] > first[fast]
     static = [url for url in first if changing.change_class(url) == "static"]
     assert all(first[url] == second[url] == STATIC_MODIFIED for url in static)
+
+
+def test_hosts_with_long_etags_send_only_those_and_honour_them(tmp_path) -> None:
+    from crawl.recrawl import parse_etag
+
+    config = WebConfig(seed=3, hosts=12, pages_per_host=12).with_changing_profile(
+        change_no_etag_host_share=0.0, change_no_validator_host_share=0.0,
+        change_long_etag_host_share=1.0,
+    )
+    forms = set()
+    with SyntheticWebServer(config, tmp_path / "requests.jsonl") as server:
+        urls = _urls(server.web, change_class="static", long_etag=True)
+        assert urls
+        for url in urls[:40]:
+            status, headers, _ = _get(server, url)
+            assert status == 200
+            assert "Last-Modified" not in headers
+            tag, weak = parse_etag(headers["ETag"])  # long, and the crawler keeps it
+            assert len(tag) > 32
+            assert not weak
+            forms.add("sha256" if "-" not in tag else tag.split("-", 1)[1].isdigit())
+            assert _get(server, url, If_None_Match=headers["ETag"])[0] == 304
+            assert _get(server, url, If_None_Match='"' + tag[:-1] + '"')[0] == 200
+    assert forms == {"sha256", True, False}  # a SHA-256, S3's and Netlify's forms
