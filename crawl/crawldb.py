@@ -413,15 +413,21 @@ class CrawlDbPartition:
         release = self._release_allowed(now_ms)
         if not self._order and not release:
             return answer
+        window_before = dict(self._drum.window_stats)
         results = self._to_drum(now_ms, answer)
         if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
             began = time.perf_counter()
-            results.append(self._drum.merge(now_ms=now_ms, select=release))
+            result = self._drum.merge(now_ms=now_ms, select=release)
+            results.append(result)
             if release:
+                # Only a release that passed over the DRUM spaces the next one out.
                 spent_ms = (time.perf_counter() - began) * 1000
+                passed = result.due is None or not result.due.from_window
                 self._release_interval_ms = max(
-                    self._release_ms, int(spent_ms / self._release_share)
+                    self._release_ms, int(spent_ms / self._release_share) if passed else 0
                 )
+        for name, count in self._drum.window_stats.items():
+            answer.count(f"window.{name}", count - window_before.get(name, 0))
         self._found, self._found_at, self._done, self._order = [], [], [], []
         self._found_weight, self._found_hint, self._found_lastmod = [], [], []
         self._merged = True

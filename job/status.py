@@ -249,7 +249,9 @@ def render_figures(view: CrawlView, uptime_seconds: float | None) -> list[str]:
         f"{int(view.get('fetch.hosts_failing'))} failing",
         f"URLs known   {int(view.get('crawldb.known'))} "
         f"({int(view.get('crawldb.archived'))} archived), "
-        f"{int(view.get('crawldb.merges'))} crawl DB merges",
+        f"{int(view.get('crawldb.merges'))} crawl DB merges, "
+        f"{int(view.get('crawldb.releases'))} releases "
+        f"({int(view.get('crawldb.releases.from_window'))} from the due window)",
         f"outcomes     {_top(view.family('process', 'pages'))}",
         f"errors       {_top(view.family('fetch', 'errors'))} (fetch attempts, robots.txt too)",
         f"rejected     links: {_top(view.family('process', 'links' + view.sep + 'rejected'), 5)}"

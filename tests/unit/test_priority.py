@@ -4,6 +4,7 @@ serving a host's queue best first."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -294,3 +295,20 @@ def test_a_partition_whose_releases_take_long_releases_less_often(directory: str
     db.flush(T0)
     db.apply([("http://a.example/more", "L", "http://b.other/")], [], T0 + 10)
     assert db.next_release_ms(T0 + 10) > T0 + 10_000
+
+
+def test_releases_from_the_due_window_are_not_spaced_out(directory: str) -> None:
+    section = dataclasses.replace(SECTION, max_deltas=16)  # (no major merge in between)
+    db = CrawlDbPartition(directory, section, priority=PrioritySection(
+        host_window=1, release_seconds=1.0, release_max_share=1e-6))
+    db.apply([(f"http://a.example/{i}", "L", "http://b.other/") for i in range(3)], [], T0)
+    first = db.flush(T0)  # a pass over the DRUM, which builds the window
+    assert first.counts["window.builds"] == 1
+    assert "releases.from_window" not in first.counts
+    db.apply([("http://c.example/", "L", "http://b.other/")], [], T0 + 10)
+    later = db.next_release_ms(T0 + 10)
+    second = db.flush(later)
+    assert second.counts["releases.from_window"] == 1
+    assert second.counts["window.selections"] == 1
+    db.apply([("http://d.example/", "L", "http://b.other/")], [], later + 10)
+    assert db.next_release_ms(later + 10) == later + 1000  # release_seconds, not stretched
