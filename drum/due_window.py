@@ -42,9 +42,9 @@ from drum.record import (
     NEVER,
     RECORD,
     DrumStatus,
-    announced,
     combine,
     concat,
+    next_fetch_times,
     select,
     status_class,
     take,
@@ -62,11 +62,7 @@ def due_times(values: np.ndarray) -> np.ndarray:
     """When each record can be selected: its next fetch time (the time of a sitemap's
     announcement when that is earlier and newer than its last fetch), or the end of its lease
     when later; :data:`drum.record.NEVER` for a record never due (QUEUED, retired, NONE)."""
-    next_fetch = values["next_fetch_ms"]
-    news = announced(values)
-    if news.any():
-        announced_ms = values["announced_s"].astype(np.int64) * 1000
-        next_fetch = np.where(news, np.minimum(next_fetch, announced_ms), next_fetch)
+    next_fetch = next_fetch_times(values)
     due = np.maximum(next_fetch, values["leased_until_ms"])
     status = values["status"]
     never = (status < DrumStatus.UNFETCHED) | (status == DrumStatus.QUEUED)

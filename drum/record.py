@@ -115,6 +115,7 @@ __all__ = [
     "discoveries",
     "host_key",
     "neutral",
+    "next_fetch_times",
     "outcomes",
     "pack_etag",
     "record_dict",
@@ -270,6 +271,17 @@ def announced(values: np.ndarray) -> np.ndarray:
         (values["announced_s"] > recrawled) & (recrawled > 0)
         & (values["next_fetch_ms"] != NEVER)
     )
+
+
+def next_fetch_times(values: np.ndarray) -> np.ndarray:
+    """Each record's next fetch time, or the time of a sitemap's announcement when that is
+    earlier (:func:`announced`: due then, whatever the next fetch time). O(n)."""
+    next_fetch = values["next_fetch_ms"]
+    news = announced(values)
+    if news.any():
+        announced_ms = values["announced_s"].astype(np.int64) * 1000
+        next_fetch = np.where(news, np.minimum(next_fetch, announced_ms), next_fetch)
+    return next_fetch
 
 
 def take(values: np.ndarray, index: np.ndarray) -> np.ndarray:

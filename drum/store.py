@@ -80,10 +80,10 @@ from drum.record import (
     RECORD,
     DrumStatus,
     ReasonTable,
-    announced,
     combine_indexed,
     concat,
     neutral,
+    next_fetch_times,
     put,
     select,
     take,
@@ -551,11 +551,7 @@ class _DueSelector:
             queued = status == DrumStatus.QUEUED
             if queued.any():
                 self._queued_hosts.append(values["host"][queued])
-        next_fetch = values["next_fetch_ms"]
-        news = announced(values)  # due when announced, whatever the next fetch time
-        if news.any():
-            announced_ms = values["announced_s"].astype(np.int64) * 1000
-            next_fetch = np.where(news, np.minimum(next_fetch, announced_ms), next_fetch)
+        next_fetch = next_fetch_times(values)  # (due when announced, whatever its schedule)
         candidate = (status >= DrumStatus.UNFETCHED) & (values["score"] >= self.policy.min_score)
         due = candidate & (next_fetch <= now_ms) & (values["leased_until_ms"] <= now_ms)
         later = candidate & (next_fetch > now_ms) & (next_fetch != NEVER)
@@ -1473,10 +1469,8 @@ class _MergeState:
         selector.offer_due(window.keys, window.values, self.now_ms)
         self._lap("window.select")
         self._count_window("selections")
-        deltas = list(self.deltas)
-        due_keys, due_values, lease_until, marks = self._lease(selector, deltas)
+        due_keys, due_values, lease_until, marks = self._lease(selector, self.deltas)
         self.window = window.mark(*marks) if marks is not None else window
-        self.deltas = deltas
         self.counters = replace(self.counters, selections=self.counters.selections + 1)
         next_due = selector.next_due_ms
         rebuild = window.next_rebuild_ms()
