@@ -1,4 +1,4 @@
-"""The cost of the fetch stage's keys (crawl/routing.py): microseconds per host.
+"""The cost of the fetch stage's keys (crawl/urls/routing.py): microseconds per host.
 
 For ``--hosts`` distinct host names (of as many registered domains, the worst case: no two share
 a salt search) and each max parallelism (``crawl.vnodes``), the median over ``--runs`` runs of:
@@ -18,7 +18,7 @@ import platform
 import statistics
 import time
 
-from crawl.routing import FetchRouter, _salt_hash_table
+from crawl.urls.routing import FetchRouter, _salt_hash_table
 
 
 def _per_host_us(router: FetchRouter, hosts: list[str]) -> float:

@@ -6,7 +6,7 @@
 For each web seed 1..N, a web of ``--hosts`` hosts with the near-duplicate profile
 (:meth:`synthweb.WebConfig.with_near_duplicate_profile`: ``--groups`` groups, ``--edited``
 edited groups of ``--size`` pages, ``--decoys`` decoys a group) has every page of the profile
-fed in URL order to one :class:`crawl.neardup.NearDuplicateDetector`, fingerprinted from its
+fed in URL order to one :class:`crawl.content.neardup.NearDuplicateDetector`, fingerprinted from its
 served body. A detection is a page called a near-duplicate of an earlier page; true if that
 page is of the same group. Precision: true / all detections of the kind's pages (for the
 groups, a decoy's detection counts against it too); recall: true / pages of a group after
@@ -15,10 +15,10 @@ its own advertisement, counters, dates, tracking parameters and markup) and "edi
 well, one to four words of the article changed on every copy after the first).
 
 Then the cost a page, in microseconds (median of ``--runs`` passes over the pages): parsing
-the body (``lxml.html.document_fromstring``), :func:`crawl.text.visible_text`,
-:func:`crawl.text.main_text`, :func:`crawl.neardup.fingerprint` (main text, features and
-simhash), and :func:`crawl.neardup.fingerprint_text` alone, on the profile's pages and on the
-web's ordinary HTML pages (of seed 1).
+the body (``lxml.html.document_fromstring``), :func:`crawl.content.text.visible_text`,
+:func:`crawl.content.text.main_text`, :func:`crawl.content.neardup.fingerprint` (main text, features
+and simhash), and :func:`crawl.content.neardup.fingerprint_text` alone, on the profile's pages and
+on the web's ordinary HTML pages (of seed 1).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import lxml.html
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crawl.neardup import NearDuplicateDetector, fingerprint, fingerprint_text  # noqa: E402
-from crawl.text import main_text, visible_text  # noqa: E402
+from crawl.content.neardup import NearDuplicateDetector, fingerprint, fingerprint_text  # noqa: E402
+from crawl.content.text import main_text, visible_text  # noqa: E402
 from synthweb import PageKind, SyntheticWeb, WebConfig  # noqa: E402
 
 KINDS = ("groups", "edited", "decoys")

@@ -16,8 +16,8 @@ from collections.abc import Callable
 import lxml.html
 from bs4 import BeautifulSoup, SoupStrainer
 
+from crawl.content.links import extract_links
 from crawl.model import FetchResult
-from crawl.parse import extract_links
 from crawl.status import Status
 from synthweb import SyntheticWeb, WebConfig
 

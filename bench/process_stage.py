@@ -25,12 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crawl.crawl_log import CrawlLogWriter  # noqa: E402
+from crawl.archive.crawl_log import CrawlLogWriter  # noqa: E402
+from crawl.archive.warc import WarcFileWriter  # noqa: E402
 from crawl.model import FetchResult  # noqa: E402
 from crawl.processing import PageProcessor  # noqa: E402
 from crawl.progress import StageStatus  # noqa: E402
 from crawl.status import Status  # noqa: E402
-from crawl.warc_writer import WarcFileWriter  # noqa: E402
 from synthweb import SyntheticWeb, WebConfig  # noqa: E402
 
 CONFIGURATIONS = {

@@ -6,9 +6,9 @@ N / ``--due-rate`` seconds (so ``--due-rate`` URLs come due each second, as in a
 continuous crawl), then ``--seconds`` simulated seconds, each: the outcomes of the URLs the
 previous release handed out (fetched, due again N / due-rate seconds later), ``--links``
 links found (nine in ten of known URLs, one in ten new), and a merge with a release, as the
-crawl DB's flush timer makes it (``crawl/crawldb.py``: ``release_batch`` 1000, ``host_window``
-16). Two DRUMs get the same operations side by side, one releasing from its due window
-(``--window`` records), one passing over its runs at every release, and every release of the
+crawl DB's flush timer makes it (``crawl/crawldb/partition.py``: ``release_batch`` 1000,
+``host_window`` 16). Two DRUMs get the same operations side by side, one releasing from its due
+window (``--window`` records), one passing over its runs at every release, and every release of the
 two is checked to select the same URLs.
 
 Usage: ``python bench/release_cost.py [--sizes 100000 1000000] [--seconds 120]``.

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crawl.simhash import SimhashIndex, _popcount64, simhash, text_features  # noqa: E402
+from crawl.content.simhash import SimhashIndex, _popcount64, simhash, text_features  # noqa: E402
 
 
 def _fingerprints(n: int, rng: np.random.Generator) -> np.ndarray:

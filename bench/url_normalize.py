@@ -1,4 +1,5 @@
-"""URL normalisation and link resolution: ours (crawl/urls.py) against w3lib and url-normalize.
+"""URL normalisation and link resolution: ours (crawl/urls/normalize.py) against w3lib and
+url-normalize.
 
 Microseconds per link (median of ``--runs`` runs, contenders interleaved in every run) on:
 
@@ -20,8 +21,8 @@ returns None for).
 
 Needs ``pip install w3lib url-normalize`` (for the comparison only).
 Usage: ``python bench/url_normalize.py [--hosts 100] [--runs 7] [--baseline OLD_URLS_PY]``;
-``--baseline`` adds another version of crawl/urls.py (e.g. ``git show REV:crawl/urls.py``) as a
-contender, to measure a change.
+``--baseline`` adds another version of crawl/urls/normalize.py (e.g. ``git show
+REV:crawl/urls/normalize.py``) as a contender, to measure a change.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 from types import ModuleType
 from urllib.parse import urljoin
 
-from crawl import urls
+from crawl.urls import normalize as urls
 from synthweb import SyntheticWeb, WebConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -244,7 +245,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=100)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--messy", type=int, default=5000)
-    parser.add_argument("--baseline", help="another crawl/urls.py to measure against")
+    parser.add_argument("--baseline", help="another crawl/urls/normalize.py to measure against")
     parser.add_argument("--show", action="store_true", help="print the libraries' disagreements")
     args = parser.parse_args()
     links = synthweb_links(args.hosts)

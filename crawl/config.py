@@ -15,23 +15,17 @@ import math
 import re
 import typing
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
-
-from crawl.recrawl import parse_overrides
-
-if TYPE_CHECKING:
-    from crawl.parse import LinkExtractor
-    from crawl.scope import UrlPolicy
-    from crawl.urls import UrlNormalizer
 
 __all__ = [
     "AdmissionSection",
     "Config",
     "ConfigError",
+    "FOLLOW_MODES",
     "ConnectTo",
     "NearDupSection",
     "CrawlDbSection",
@@ -40,6 +34,7 @@ __all__ = [
     "ParseSection",
     "PolitenessSection",
     "PrioritySection",
+    "RecrawlOverride",
     "RecrawlSection",
     "RobotsSection",
     "ScopeSection",
@@ -49,7 +44,13 @@ __all__ = [
     "WarcSection",
     "load_config",
     "parse_override",
+    "parse_recrawl_overrides",
 ]
+
+
+#: How far links are followed (``scope.follow``): any host, the same host, the same registered
+#: domain, the listed domains.
+FOLLOW_MODES = ("any", "host", "domain", "listed")
 
 
 class ConfigError(ValueError):
@@ -115,7 +116,7 @@ class PolitenessSection:
 
     @property
     def fetch_routing(self) -> str:
-        """What the fetch stage's keys keep together in one subtask (crawl/routing.py): the
+        """What the fetch stage's keys keep together in one subtask (crawl/urls/routing.py): the
         politeness group, or the registered domain when a domain quota needs it."""
         if self.group_by == "host" and self.domain_quota_pages:
             return "domain"
@@ -196,7 +197,7 @@ _CONNECT_TO = re.compile(r"([^:\[\]\s]*):(\d*):(\[[^\]\s]*\]|[^:\[\]\s]+):(\d*)"
 @dataclasses.dataclass(frozen=True)
 class FetchSection:
     """The HTTP client: timeouts, size and header limits, proxy, concurrency, the address
-    guard, the DNS cache and the accepted content types (see crawl/fetcher.py)."""
+    guard, the DNS cache and the accepted content types (see crawl/http/fetcher.py)."""
 
     connect_timeout_seconds: float = 10.0
     read_timeout_seconds: float = 20.0
@@ -277,7 +278,7 @@ class RobotsSection:
 
 @dataclasses.dataclass(frozen=True)
 class SitemapsSection:
-    """Sitemaps named by robots.txt: how far they are followed (see crawl/sitemaps.py)."""
+    """Sitemaps named by robots.txt: how far they are followed (see crawl/content/sitemaps.py)."""
 
     enabled: bool = True
     max_per_robots: int = 50
@@ -359,8 +360,8 @@ class CrawlSection:
 
 @dataclasses.dataclass(frozen=True)
 class UrlsSection:
-    """How URLs are normalised (see crawl/urls.py). Fixed for the life of a crawl: the rules
-    decide every URL's identity in the crawl DB."""
+    """How URLs are normalised (see crawl/urls/normalize.py). Fixed for the life of a crawl: the
+    rules decide every URL's identity in the crawl DB."""
 
     sort_query: bool = False
     strip_params: tuple[str, ...] = (
@@ -373,26 +374,11 @@ class UrlsSection:
             if not name or any(c in name for c in "=&;#?/ "):
                 raise ConfigError(f"urls.strip_params: {name!r} is not a parameter name")
 
-    def normalizer(self) -> UrlNormalizer:
-        """The :class:`crawl.urls.UrlNormalizer` these settings describe."""
-        from crawl.urls import UrlNormalizer
-
-        return UrlNormalizer(sort_query=self.sort_query, strip_params=frozenset(self.strip_params))
-
-    def fixed(self) -> dict[str, object]:
-        """What a crawl records of these settings (with the rules' version)."""
-        from crawl.urls import NORMALIZATION_VERSION
-
-        return {
-            "urls.normalization_version": NORMALIZATION_VERSION,
-            "urls.sort_query": self.sort_query,
-            "urls.strip_params": sorted(name.lower() for name in self.strip_params),
-        }
 
 
 @dataclasses.dataclass(frozen=True)
 class ScopeSection:
-    """Which discovered URLs enter the crawl (see crawl/scope.py)."""
+    """Which discovered URLs enter the crawl (see crawl/urls/scope.py)."""
 
     follow: str = "any"
     domains: tuple[str, ...] = ()
@@ -408,8 +394,6 @@ class ScopeSection:
     path_ascending: bool = False
 
     def _validate(self) -> None:
-        from crawl.scope import FOLLOW_MODES
-
         _check(self, "scope", "follow", lambda v: v in FOLLOW_MODES,
                f"one of {', '.join(FOLLOW_MODES)}")
         if self.follow == "listed" and not self.domains:
@@ -429,17 +413,8 @@ class ScopeSection:
         for key in ("max_depth", "max_path_segments", "max_segment_repeats", "max_query_params"):
             _check(self, "scope", key, lambda v: v >= 0, "an integer >= 0 (0: no limit)")
 
-    def policy(self) -> UrlPolicy:
-        """The :class:`crawl.scope.UrlPolicy` these settings describe."""
-        from crawl.scope import UrlPolicy
 
-        fields = dataclasses.asdict(self)
-        del fields["path_ascending"]  # discovery, not a filter: crawl/processing.py
-        return UrlPolicy(**fields)
-
-
-#: The link kinds of ``parse.follow`` (crawl.parse.KINDS; kept here so that loading the
-#: configuration does not import the parser).
+#: The link kinds ``parse.follow`` may name, in the link table's order (crawl/content/links.py).
 LINK_KINDS = (
     "a", "area", "link", "stylesheet", "icon", "frame", "img", "script", "embed", "media",
     "refresh",
@@ -449,7 +424,7 @@ LINK_KINDS = (
 @dataclasses.dataclass(frozen=True)
 class ParseSection:
     """Link extraction: which kinds of links are followed, how many per page, and whether
-    nofollow is obeyed (see crawl/parse.py)."""
+    nofollow is obeyed (see crawl/content/links.py)."""
 
     follow: tuple[str, ...] = LINK_KINDS
     max_outlinks: int = 1000
@@ -464,25 +439,10 @@ class ParseSection:
         _check(self, "parse", "max_outlinks", lambda v: 0 <= v <= 1_000_000,
                "an integer from 0 (no limit) to 1000000")
 
-    def extractor(self, robots_token: str, normalizer: UrlNormalizer | None = None
-                  ) -> LinkExtractor:
-        """The :class:`crawl.parse.LinkExtractor` these settings describe, obeying robots
-        directives given to ``robots_token`` (``user_agent.product``)."""
-        from crawl.parse import LinkExtractor
-        from crawl.urls import DEFAULT_NORMALIZER
-
-        return LinkExtractor(
-            follow=self.follow,
-            max_outlinks=self.max_outlinks,
-            obey_nofollow=self.obey_nofollow,
-            robots_token=robots_token,
-            normalizer=normalizer if normalizer is not None else DEFAULT_NORMALIZER,
-        )
-
 
 @dataclasses.dataclass(frozen=True)
 class AdmissionSection:
-    """Budgets that need state, kept by the crawl DB (see crawl/admission.py)."""
+    """Budgets that need state, kept by the crawl DB (see crawl/urls/admission.py)."""
 
     max_urls_per_shape: int = 10_000
     domain_base_urls: int = 0
@@ -498,7 +458,7 @@ class AdmissionSection:
 
 @dataclasses.dataclass(frozen=True)
 class CrawlDbSection:
-    """The crawl DB: one DRUM per partition (see crawl/crawldb.py)."""
+    """The crawl DB: one DRUM per partition (see crawl/crawldb/partition.py)."""
 
     partitions: int = 16
     buffer_ops: int = 16384
@@ -525,7 +485,8 @@ class CrawlDbSection:
 
 @dataclasses.dataclass(frozen=True)
 class PrioritySection:
-    """Which URLs go first (see crawl/priority.py): scores, and how the crawl DB releases URLs."""
+    """Which URLs go first (see crawl/urls/priority.py): scores, and how the crawl DB releases
+    URLs."""
 
     #: Rank URLs and release each host's best few at a time (False: every new URL goes to the
     #: frontier at once, in discovery order). Fixed for the life of a crawl.
@@ -565,7 +526,7 @@ class PrioritySection:
 
 @dataclasses.dataclass(frozen=True)
 class NearDupSection:
-    """Near-duplicate pages (see crawl/neardup.py and crawl/near_judge.py)."""
+    """Near-duplicate pages (see crawl/content/neardup.py and crawl/content/near_judge.py)."""
 
     enabled: bool = True
     #: Pages whose fingerprints are at most this many bits apart are near-duplicates.
@@ -585,8 +546,59 @@ class NearDupSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class RecrawlOverride:
+    """Bounds of the URLs of a host (and its subdomains when ``host`` starts with ".") or of
+    the URLs a regular expression matches (see ``recrawl.overrides``)."""
+
+    host: str = ""
+    pattern: re.Pattern[str] | None = None
+    min_seconds: float | None = None
+    max_seconds: float | None = None
+    initial_seconds: float | None = None
+
+    def matches(self, url: str, host: str) -> bool:
+        if self.pattern is not None:
+            return self.pattern.search(url) is not None
+        if self.host.startswith("."):
+            return host == self.host[1:] or host.endswith(self.host)
+        return host == self.host
+
+
+_OVERRIDE_KEYS = {"min": "min_seconds", "max": "max_seconds", "initial": "initial_seconds"}
+
+
+def parse_recrawl_overrides(lines: Iterable[str]) -> tuple[RecrawlOverride, ...]:
+    """Parse ``recrawl.overrides`` lines; raises ValueError naming the bad line."""
+    overrides = []
+    for line in lines:
+        target, *pairs = line.split()
+        if not pairs:
+            raise ValueError(f"{line!r}: expected '<host or re:pattern> key=seconds ...'")
+        values: dict[str, float] = {}
+        for pair in pairs:
+            key, _, text = pair.partition("=")
+            if key not in _OVERRIDE_KEYS:
+                raise ValueError(f"{line!r}: unknown key {key!r} (min, max or initial)")
+            try:
+                seconds = float(text)
+            except ValueError:
+                raise ValueError(f"{line!r}: {key} must be a number of seconds") from None
+            if not 1 <= seconds <= 10 * 365 * 86_400:
+                raise ValueError(f"{line!r}: {key} must be from 1 s to ten years")
+            values[_OVERRIDE_KEYS[key]] = seconds
+        if target.startswith("re:"):
+            try:
+                overrides.append(RecrawlOverride(pattern=re.compile(target[3:]), **values))
+            except re.error as error:
+                raise ValueError(f"{line!r}: bad regular expression: {error}") from None
+        else:
+            overrides.append(RecrawlOverride(host=target.lower(), **values))
+    return tuple(overrides)
+
+
+@dataclasses.dataclass(frozen=True)
 class RecrawlSection:
-    """Revisits: when each fetched URL is due again (see crawl/recrawl.py)."""
+    """Revisits: when each fetched URL is due again (see crawl/crawldb/recrawl.py)."""
 
     #: Fetch every URL again when due (a continuous crawl, which never ends by itself);
     #: False: each URL once. Needs ``priority.enabled`` (the crawl DB releases due URLs).
@@ -653,7 +665,7 @@ class RecrawlSection:
                "an integer from 1 to 255")
         _check(self, "recrawl", "refresh_share", lambda v: 0 < v < 1, "a number between 0 and 1")
         try:
-            parse_overrides(self.overrides)
+            parse_recrawl_overrides(self.overrides)
         except ValueError as error:
             raise ConfigError(f"recrawl.overrides: {error}") from None
 

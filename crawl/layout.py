@@ -16,9 +16,11 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from crawl.loop_reader import MIGRATED_FILE_NAME
+__all__ = ["MIGRATED_FILE_NAME", "FixedSettingsError", "OutputLayout"]
 
-__all__ = ["FixedSettingsError", "OutputLayout"]
+#: The list of loop files an older job's file source had read, made when resuming its
+#: savepoint (next to the loop directory, one name a line).
+MIGRATED_FILE_NAME = "loop-read-by-file-source.txt"
 
 
 class FixedSettingsError(ValueError):
@@ -81,7 +83,7 @@ class OutputLayout:
 
     @property
     def index(self) -> Path:
-        """The CDXJ index of every WARC file (crawl/cdxj.py)."""
+        """The CDXJ index of every WARC file (crawl/archive/cdxj.py)."""
         return self.root / "index.cdxj"
 
     @property

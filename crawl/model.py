@@ -49,7 +49,7 @@ class FetchResult:
     #: The URL whose page linked here (or redirected here); "" for a seed.
     via: str = ""
     #: A revisit's recrawl state as the crawl DB handed it out (the encoded
-    #: :class:`crawl.recrawl.RecrawlState`; None for a first fetch or without recrawl).
+    #: :class:`crawl.crawldb.recrawl.RecrawlState`; None for a first fetch or without recrawl).
     recrawl: list | None = None
 
     def header(self, name: str) -> str | None:

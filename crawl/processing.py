@@ -4,26 +4,26 @@ For every outcome :class:`PageProcessor` writes the WARC request/response pair (
 an HTTP response, with a ``metadata`` record), one crawl log line, and returns the loop lines
 to send round: the page's outlinks (or its redirect target) grouped by vnode, plus the page's
 own outcome in the line of its own vnode, for the crawl DB. Links this subtask sent lately are
-dropped first (:class:`RecentUrls`), then the URL policy (:mod:`crawl.scope`) decides which
+dropped first (:class:`RecentUrls`), then the URL policy (:mod:`crawl.urls.scope`) decides which
 enter the crawl.
 Each line gets a unique id: ``producer_id`` (unique per subtask attempt) and a sequence number.
 robots.txt fetches (hop ``P``, the prerequisite of a host) are archived and logged but are not
 pages: they have no outcome in the crawl DB, and their only loop lines carry the sitemaps their
-``Sitemap:`` lines name (hop ``S``). A sitemap document (:mod:`crawl.sitemaps`) is read as one:
-its child sitemaps (``S``) and listed URLs (``M``) are what it found. Each archived response
+``Sitemap:`` lines name (hop ``S``). A sitemap document (:mod:`crawl.content.sitemaps`) is read as
+one: its child sitemaps (``S``) and listed URLs (``M``) are what it found. Each archived response
 gets a ``metadata`` record next to it (:func:`metadata_fields`: via, hops, fetch time, the
 page's robots directives and canonical URL, and the URLs it led to). A page's outlinks come
-from :class:`crawl.parse.LinkExtractor` with their own hop: ``L`` a link, ``E`` an embed,
+from :class:`crawl.content.links.LinkExtractor` with their own hop: ``L`` a link, ``E`` an embed,
 ``R`` a meta refresh (like a redirect's). A response whose payload was archived before
 (``captures``, by payload digest) is written as a ``revisit`` record referring to that first
 capture. With ``scope.path_ascending`` a page that answered also brings the directories above
 it (hop ``I``). With near-duplicate detection on, an archived HTML page (not a revisit) gets
-the simhash of its main text (:mod:`crawl.neardup`) in its metadata record, and its own
+the simhash of its main text (:mod:`crawl.content.neardup`) in its metadata record, and its own
 outcome is held back: it goes, with the fingerprint and the links the page sent, as a query
-to the near-duplicate stage (:attr:`PageProcessor.near_queries`, :mod:`crawl.near_judge`),
+to the near-duplicate stage (:attr:`PageProcessor.near_queries`, :mod:`crawl.content.near_judge`),
 which sends it on with its verdict. In a continuous crawl (``recrawl``) a page's outcome
-carries its revisit (:class:`crawl.recrawl.Revisit`: the recrawl state it was fetched with and
-what the fetch saw: the content digest and validators, or a 304), and a 304 Not Modified is
+carries its revisit (:class:`crawl.crawldb.recrawl.Revisit`: the recrawl state it was fetched with
+and what the fetch saw: the content digest and validators, or a 304), and a 304 Not Modified is
 archived as a ``revisit`` record with the server-not-modified profile referring to the URL's
 last capture; it has no links (they were taken from that capture).
 """
@@ -32,16 +32,25 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from crawl.config import SitemapsSection
-from crawl.crawl_log import CrawlLogWriter
-from crawl.fetcher import NOT_MODIFIED
-from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode, url_vnode
-from crawl.model import FetchResult
-from crawl.near_judge import NearQuery
-from crawl.neardup import fingerprint as fingerprint_of
-from crawl.parse import LinkExtractor, ParsedLinks
-from crawl.progress import StageStatus
-from crawl.recrawl import (
+from crawl.archive.crawl_log import CrawlLogWriter
+from crawl.archive.warc import (
+    NOT_MODIFIED_PROFILE,
+    REVISIT_PROFILE,
+    Capture,
+    WarcFileWriter,
+    iso_timestamp_ms,
+    sha1_digest,
+)
+from crawl.config import Config, SitemapsSection
+from crawl.content.links import LinkExtractor, ParsedLinks
+from crawl.content.near_judge import NearQuery
+from crawl.content.neardup import fingerprint as fingerprint_of
+from crawl.content.sitemaps import (
+    SitemapEntry,
+    parse_sitemap,
+    sitemaps_in_robots,
+)
+from crawl.crawldb.recrawl import (
     CHANGEFREQ_SECONDS,
     Observation,
     RecrawlState,
@@ -50,41 +59,30 @@ from crawl.recrawl import (
     is_refetch,
     parse_lastmod,
 )
-from crawl.scope import UrlPolicy
-from crawl.sitemaps import (
-    SitemapEntry,
+from crawl.hops import (
+    INFERRED,
+    REDIRECT,
+    SITEMAP,
+    SITEMAP_LISTED,
+    is_prerequisite,
     is_sitemap_hops,
-    parse_sitemap,
     sitemap_level,
-    sitemaps_in_robots,
 )
+from crawl.http.fetcher import NOT_MODIFIED
+from crawl.loop.records import DoneEvent, FoundUrl, encode_line, group_by_vnode, url_vnode
+from crawl.model import FetchResult
+from crawl.progress import StageStatus
 from crawl.status import Status
-from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
-from crawl.warc_writer import (
-    NOT_MODIFIED_PROFILE,
-    REVISIT_PROFILE,
-    Capture,
-    WarcFileWriter,
-    iso_timestamp_ms,
-    sha1_digest,
-)
+from crawl.urls.normalize import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
+from crawl.urls.scope import UrlPolicy
 
 __all__ = [
-    "INFERRED_HOP",
-    "PREREQUISITE_HOP",
     "CaptureStore",
     "PageProcessor",
     "RecentUrls",
     "metadata_fields",
     "payload_key",
 ]
-
-#: Hop code of a robots.txt fetch (Heritrix calls these prerequisites).
-PREREQUISITE_HOP = "P"
-#: Heritrix's hop for a URL inferred from another one: here, a directory above a fetched page
-#: (``scope.path_ascending``).
-INFERRED_HOP = "I"
-
 
 class RecentUrls:
     """URLs this subtask sent to the crawl DB lately: a bounded set in two generations.
@@ -115,6 +113,42 @@ class RecentUrls:
 
 class PageProcessor:
     """Archives, logs and routes fetch outcomes of one subtask (not thread-safe)."""
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        warc: WarcFileWriter,
+        crawl_log: CrawlLogWriter,
+        status: StageStatus,
+        producer_id: str,
+        captures: CaptureStore | None,
+        near_duplicates: bool,
+    ) -> PageProcessor:
+        """The processor of a crawl's configuration: its URL policy, normaliser (one, shared
+        with the link extractor and its cache), sitemaps, archive and recrawl settings.
+        ``captures`` is used when ``warc.revisits`` is on; ``near_duplicates`` says whether the
+        near-duplicate stage runs."""
+        normalizer = UrlNormalizer.from_section(config.urls)
+        return cls(
+            warc,
+            crawl_log,
+            config.crawl.vnodes,
+            status,
+            producer_id=producer_id,
+            recent_urls=config.crawl.recent_urls,
+            policy=UrlPolicy(config.scope),
+            normalizer=normalizer,
+            links=LinkExtractor.from_section(config.parse, config.user_agent.product, normalizer),
+            sitemaps=config.sitemaps,
+            path_ascending=config.scope.path_ascending,
+            metadata_records=config.warc.metadata_records,
+            captures=captures if config.warc.revisits else None,
+            dedup_min_bytes=config.warc.revisit_min_bytes,
+            near_duplicates=near_duplicates and config.neardup.enabled,
+            recrawl=config.recrawl.enabled,
+            change_features=config.neardup.min_features if config.recrawl.change_distance else 0,
+        )
 
     def __init__(
         self,
@@ -160,8 +194,8 @@ class PageProcessor:
         # the time since its lastmod), and their lastmod (s).
         self._hints: dict[str, int] = {}
         self._lastmods: dict[str, int] = {}
-        #: Queries for the near-duplicate stage (:class:`crawl.near_judge.NearQuery`, encoded)
-        #: made by :meth:`process`; the caller takes them.
+        #: Queries for the near-duplicate stage (:class:`crawl.content.near_judge.NearQuery`,
+        #: encoded) made by :meth:`process`; the caller takes them.
         self.near_queries: list[str] = []
         self._sent: list[FoundUrl] = []
 
@@ -169,7 +203,7 @@ class PageProcessor:
         """Handle one outcome; returns the loop lines it produces."""
         self._hints, self._lastmods = {}, {}
         status = self._status
-        robots = result.hops.endswith(PREREQUISITE_HOP)
+        robots = is_prerequisite(result.hops)
         page: ParsedLinks | None = None
         if robots:
             found = self._robots_sitemaps(result)
@@ -179,7 +213,7 @@ class PageProcessor:
                     and not is_sitemap_hops(result.hops)):
                 parents = parent_directories(result.url)
                 status.count("links.inferred", len(parents))
-                hops = result.hops + INFERRED_HOP
+                hops = result.hops + INFERRED
                 found += [(parent, hops, result.url) for parent in parents]
         digest = ""
         fingerprint = None
@@ -316,7 +350,7 @@ class PageProcessor:
         found = []
         for url in urls:
             try:
-                found.append((self._normalizer.normalize(url), "S", result.url))
+                found.append((self._normalizer.normalize(url), SITEMAP, result.url))
             except UrlError as error:
                 self._status.count(f"links.rejected.{error.reason}")
         self._status.count("sitemaps.named", len(found))
@@ -341,12 +375,12 @@ class PageProcessor:
             if level >= config.max_nesting:
                 status.count("links.rejected.sitemap:too-deep", len(document.sitemaps))
             else:
-                found += self._resolved(result.url, document.sitemaps, result.hops + "S", None)
+                found += self._resolved(result.url, document.sitemaps, result.hops + SITEMAP, None)
         if document.urls:
             hosts = {_host(result.url)}
-            if result.hops == "S":  # named by a robots.txt (its via): that host too
+            if result.hops == SITEMAP:  # named by a robots.txt (its via): that host too
                 hosts.add(_host(result.via))
-            found += self._resolved(result.url, document.urls, result.hops + "M", hosts)
+            found += self._resolved(result.url, document.urls, result.hops + SITEMAP_LISTED, hosts)
             if self._recrawl:
                 self._hints, self._lastmods = _sitemap_schedule(
                     self._normalizer, result.url, document.urls, result.started_ms // 1000
@@ -386,7 +420,7 @@ class PageProcessor:
             if target == result.url:
                 self._status.count("links.rejected.redirect:self")
                 return [], None
-            return [(target, result.hops + "R", result.url)], None
+            return [(target, result.hops + REDIRECT, result.url)], None
         if result.status is not Status.FETCHED or result.reason == NOT_MODIFIED:
             return [], None
         if self._sitemaps is not None and is_sitemap_hops(result.hops):
@@ -432,7 +466,8 @@ def metadata_fields(
     dropped are not listed). From the page's parse, when there was one: ``robots`` with the
     ``noindex`` / ``nofollow`` directives it gave our crawler (the page is archived all the
     same: the archive records what was served), and its ``canonical`` URL; the ``simhash`` of
-    its main text when there is one (:mod:`crawl.neardup`); the server's address (``ip``)."""
+    its main text when there is one (:mod:`crawl.content.neardup`); the server's address
+    (``ip``)."""
     fields = []
     if result.via:
         fields.append(("via", result.via))
@@ -495,7 +530,7 @@ def _last_capture(result: FetchResult) -> Capture | None:
 
 
 def _revisit(result: FetchResult, digest: str, simhash: int | None = None) -> Revisit:
-    """What a page's done event tells the recrawl schedule (:mod:`crawl.recrawl`): for a 2xx
+    """What a page's done event tells the recrawl schedule (:mod:`crawl.crawldb.recrawl`): for a 2xx
     the ``simhash`` of its main text when given, else its payload ``digest``."""
     try:
         state = RecrawlState.decode(result.recrawl) if result.recrawl is not None else None
@@ -520,7 +555,7 @@ def _revisit(result: FetchResult, digest: str, simhash: int | None = None) -> Re
 def _recent_key(found: FoundUrl) -> str:
     """What the cache of recent URLs remembers of a found URL: the URL, and the host that
     linked it when that is another host, so that a page linked from many hosts reaches the
-    crawl DB once from each (its score counts links from other domains: crawl/priority.py)
+    crawl DB once from each (its score counts links from other domains: crawl/urls/priority.py)
     while the links a site repeats on its own pages are dropped."""
     url, _, via = found
     source = _host(via) if via else ""

@@ -31,7 +31,7 @@ Costs (details in :mod:`drum.store`; figures in BENCHMARKS.md)
     set by the buffer (``DrumConfig.buffer_ops``) and the block size, never by K.
 
 One DRUM per key of the job's keyed crawl DB operator (a partition of vnodes; the reasons)
-    The job (crawl/crawldb.py) keeps one :class:`Drum` per crawl DB partition, a group of
+    The job (crawl/crawldb/partition.py) keeps one :class:`Drum` per crawl DB partition, a group of
     vnodes, in a directory of its own (``<output>/crawldb/partition-NNNNN``):
 
     1. PyFlink gives Python functions keyed state only (no operator state, no snapshot or

@@ -74,7 +74,7 @@ FETCHED, REDIRECT, HTTP_ERROR, FETCH_ERROR, ROBOTS_DENIED, REJECTED, and QUEUED:
 frontier at that time). This is flink-crawler's
 DefaultUrlStateMerger: unfetched + unfetched sums the scores, keeps the earliest next fetch and
 the latest status time; a fetch outcome beats an unfetched record; between two outcomes the
-newer wins (a late replay is still counted in the counters, as crawl/crawldb.py does).
+newer wins (a late replay is still counted in the counters, as crawl/crawldb/partition.py does).
 
 Every field's rule is associative and commutative except the status winner, which is
 associative with ties broken by age; so folding a batch of updates first and applying the

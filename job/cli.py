@@ -134,7 +134,7 @@ def _status(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _index(out: Path) -> int:
-    from crawl.cdxj import build_index
+    from crawl.archive.cdxj import build_index
     from crawl.layout import OutputLayout
 
     layout = OutputLayout(out)

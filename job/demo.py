@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from crawl.archive.warc import WarcFileError, verify_warc_file
 from crawl.config import Config, ScopeSection
-from crawl.warc_writer import WarcFileError, verify_warc_file
 from job.launcher import run_local_crawl
 from synthweb import SyntheticWebServer, WebConfig, audit_log
 

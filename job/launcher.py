@@ -24,13 +24,15 @@ from typing import Any, TextIO
 
 import yaml
 
-from crawl.budget import PageBudget
-from crawl.cdxj import build_index
+from crawl.archive.cdxj import build_index
+from crawl.archive.summary import CrawlSummary, summarise_crawl_logs
+from crawl.archive.warc import recover_open_files
 from crawl.config import Config
-from crawl.crawldb import minimum_file_grace_seconds
+from crawl.crawldb.partition import minimum_file_grace_seconds
+from crawl.frontier.budget import PageBudget
 from crawl.layout import FixedSettingsError, OutputLayout
-from crawl.loop import VNODE_KEY, write_seed_file
-from crawl.loop_reader import files_read_by_file_source, write_migrated
+from crawl.loop.reader import files_read_by_file_source, write_migrated
+from crawl.loop.records import VNODE_KEY, write_seed_file
 from crawl.progress import (
     CounterCarry,
     CrawlFigures,
@@ -38,8 +40,8 @@ from crawl.progress import (
     is_idle,
     read_statuses,
 )
-from crawl.summary import CrawlSummary, summarise_crawl_logs
-from crawl.warc_writer import recover_open_files
+from crawl.urls.normalize import UrlNormalizer, normalization_settings
+from crawl.urls.scope import UrlPolicy
 from job.failures import FailureWatch, describe_failure, describe_os_error
 from job.native_allocator import AllocatorError, preload_allocator
 from job.status import JOB_FILE, RestClient
@@ -271,7 +273,7 @@ def fixed_settings(config: Config) -> dict[str, object]:
         # With priority the crawl DB hands out URLs it marks QUEUED; without, every new URL
         # goes to the frontier at once: switching would send URLs twice or never.
         "priority.enabled": config.priority.enabled,
-        **config.urls.fixed(),
+        **normalization_settings(config.urls),
     }
 
 
@@ -312,7 +314,8 @@ def prepare_output(
     layout.make()
     layout.record_fixed_settings(fixed)
     accepted, rejected = write_seed_file(
-        layout.loop, seeds, config.crawl.vnodes, config.scope.policy(), config.urls.normalizer()
+        layout.loop, seeds, config.crawl.vnodes, UrlPolicy(config.scope),
+        UrlNormalizer.from_section(config.urls)
     )
     for seed, reason in rejected:
         print(f"seed rejected ({reason}): {seed}", file=out)

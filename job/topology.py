@@ -4,7 +4,7 @@
 
     tick -> loop lister -> key_by(file name) loop reader (seed files + discovered URLs)
         -> key_by(vnode % partitions) crawl DB
-        -> key_by(fetch key: the host, crawl/routing.py) fetch (frontier, robots, politeness,
+        -> key_by(fetch key: the host, crawl/urls/routing.py) fetch (frontier, robots, politeness,
         HTTP)
         -> key_by(payload digest) process (WARC, revisits, crawl log, links)
            [-> one instance: near-duplicates (verdicts, the pages' outcomes)]
@@ -28,7 +28,7 @@ from pyflink.datastream.connectors.file_system import (
 from pyflink.table import StreamTableEnvironment
 
 from crawl.config import Config
-from crawl.crawldb import partition_of
+from crawl.crawldb.partition import partition_of
 from crawl.layout import OutputLayout
 from crawl.processing import payload_key
 from operators.crawl_db import CrawlDbFunction

@@ -1,10 +1,11 @@
 """The crawl DB stage: the URL-seen test and the status of every URL, one DRUM per partition.
 
-Keyed by crawl DB partition (``vnode % crawldb.partitions``, see :mod:`crawl.crawldb`). Input:
-``(vnode, loop payload JSON)`` (see :mod:`crawl.loop`). Output: ``(fetch key, JSON list of
+Keyed by crawl DB partition (``vnode % crawldb.partitions``, see :mod:`crawl.crawldb.partition`).
+Input:
+``(vnode, loop payload JSON)`` (see :mod:`crawl.loop.records`). Output: ``(fetch key, JSON list of
 [url, hops, via] or, with priority, [url, hops, via, 0, rank])``, the URLs handed to the
 frontier, batched per host, for the fetch stage (the fetch key is the host, or the host with
-its politeness group: :mod:`crawl.routing`). Answers come when a partition's DRUM merges its
+its politeness group: :mod:`crawl.urls.routing`). Answers come when a partition's DRUM merges its
 buffer: when the buffer is full, or from a processing-time timer ``crawldb.flush_seconds``
 after the first buffered operation; with priority, URLs go at the releases (timers too, so
 that a partition whose URLs wait is woken, after a restore as well).
@@ -16,7 +17,7 @@ DRUM of that moment; the DRUM's files are immutable):
 2. ``drum_journal``: ListState, the loop payloads received since the last merge;
 3. ``drum_history``: ValueState, the files recent merges dropped, kept for the retained
    checkpoints until ``crawldb.file_grace_seconds`` have passed;
-4. ``admission``: MapState, the counters of the admission budgets (:mod:`crawl.admission`);
+4. ``admission``: MapState, the counters of the admission budgets (:mod:`crawl.urls.admission`);
 5. ``fetch_keys``: MapState host -> fetch key, when hosts are grouped by IP address only (a
    host keeps the key of the address it first resolved to).
 """
@@ -34,13 +35,13 @@ from pyflink.datastream.state import (
     ValueStateDescriptor,
 )
 
-from crawl.admission import Admission, CachedStore
 from crawl.config import Config
-from crawl.crawldb import Answer, CrawlDbPartition, partition_directory
+from crawl.crawldb.partition import Answer, CrawlDbPartition, partition_directory
 from crawl.layout import OutputLayout
-from crawl.loop import LoopRecordError, parse_record
+from crawl.loop.records import LoopRecordError, parse_record
 from crawl.progress import StageStatus
-from crawl.routing import AddressResolver, FetchRouter
+from crawl.urls.admission import Admission, CachedStore
+from crawl.urls.routing import AddressResolver, FetchRouter
 from operators.context import Lifecycle, subtask_of
 from operators.faults import FaultInjector
 from operators.metrics import mirror_status
@@ -212,7 +213,8 @@ class CrawlDbFunction(KeyedProcessFunction):
 
 class _MapStateStore:
     """A MapState of the current key (the partition being handled) as the plain stores of
-    :mod:`crawl.admission` (get/put) and :mod:`crawl.routing` (get/item assignment) use it."""
+    :mod:`crawl.urls.admission` (get/put) and :mod:`crawl.urls.routing` (get/item assignment) use
+    it."""
 
     def __init__(self, state) -> None:
         self._state = state

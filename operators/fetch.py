@@ -1,12 +1,12 @@
 """The fetch stage: frontier, politeness, robots and HTTP for the hosts of one subtask.
 
-Keyed by host (the fetch key of :mod:`crawl.routing`: the host, or under ``politeness.group_by:
+Keyed by host (the fetch key of :mod:`crawl.urls.routing`: the host, or under ``politeness.group_by:
 domain`` or ``ip`` the host with its group). Input: ``(key, json list of [url, hops, via])``
 batches from the crawl DB.
 Output: :class:`~crawl.model.FetchResult` objects (pages, robots.txt fetches, robots denials).
 
-The per-host decisions are :class:`crawl.scheduler.HostScheduler`'s; this class loads and saves
-state, starts fetches on a background event loop and wakes hosts with timers. No Flink call
+The per-host decisions are :class:`crawl.frontier.scheduler.HostScheduler`'s; this class loads and
+saves state, starts fetches on a background event loop and wakes hosts with timers. No Flink call
 waits for the network: a fetch runs on the loop while Flink goes on, and the host's next
 timer collects it. Hence a checkpoint never waits for a slow server; what was in flight at a
 checkpoint is in its state as a lease and is fetched again after a restore.
@@ -15,11 +15,11 @@ State, keyed by host:
 
 1. ``queue``: MapState sequence -> JSON ``[url, hops, via]`` (``[url, hops, via, attempts,
    rank]`` with priority or for a URL put back to be fetched again:
-   :class:`crawl.frontier.QueueEntry`), the host's queue, best rank first with priority.
+   :class:`crawl.frontier.host_queue.QueueEntry`), the host's queue, best rank first with priority.
 2. ``host-v2``: a row with the queue bounds, the politeness clock (next allowed start, last
    response time), the lease of the fetch in flight (kind, payload, start), the time of the
    registered wake-up timer, the fetch time of the robots.txt record and the host's
-   consecutive failures (its back-off); layout :data:`crawl.scheduler.HOST_ROW_FIELDS`,
+   consecutive failures (its back-off); layout :data:`crawl.frontier.scheduler.HOST_ROW_FIELDS`,
    version 2. A checkpoint of a crawl begun before version 2 holds version 1 rows (without
    the failures) in the state ``host``: each is read once, upgraded and moved to ``host-v2``
    (a Flink row state cannot change its number of fields in place).
@@ -37,18 +37,13 @@ from pyflink.common import Row, Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
-from crawl.budget import PageBudget
 from crawl.config import Config
-from crawl.fetcher import HttpFetcher, IoLoop
-from crawl.frontier import HostQueue
-from crawl.layout import OutputLayout
-from crawl.model import FetchResult
-from crawl.politeness import DomainQuota, PolitenessGroups, poll_delay_ms
-from crawl.progress import RunningMean, StageStatus
-from crawl.recrawl import conditional_headers
-from crawl.robots import RobotsRecord
-from crawl.routing import group_of_key, host_of_key
-from crawl.scheduler import (
+from crawl.crawldb.recrawl import conditional_headers
+from crawl.frontier.budget import PageBudget
+from crawl.frontier.host_queue import HostQueue
+from crawl.frontier.politeness import DomainQuota, PolitenessGroups, poll_delay_ms
+from crawl.frontier.robots import RobotsRecord
+from crawl.frontier.scheduler import (
     HOST_ROW_FIELDS,
     LEASE_ROBOTS,
     FetchOrder,
@@ -58,8 +53,13 @@ from crawl.scheduler import (
     host_state,
     upgrade_host_row,
 )
-from crawl.sitemaps import is_sitemap_hops
+from crawl.hops import is_sitemap_hops
+from crawl.http.fetcher import HttpFetcher, IoLoop
+from crawl.layout import OutputLayout
+from crawl.model import FetchResult
+from crawl.progress import RunningMean, StageStatus
 from crawl.status import Status
+from crawl.urls.routing import group_of_key, host_of_key
 from operators.context import Lifecycle, subtask_of
 from operators.metrics import fetch_latency_histogram, mirror_status
 

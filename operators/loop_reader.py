@@ -2,11 +2,11 @@
 
 A low-rate tick (Flink's datagen table source, ``job/topology.py``) drives
 :class:`LoopListerFunction` (one instance), which announces each visible loop file by name
-(:class:`crawl.loop_reader.LoopLister`). :class:`LoopReaderFunction`, keyed by file name, reads
+(:class:`crawl.loop.reader.LoopLister`). :class:`LoopReaderFunction`, keyed by file name, reads
 the file in chunks (a processing-time timer takes the next one, so checkpoints pass between
 chunks), decodes its lines to ``(vnode, payload)`` records for the crawl DB, keeps how far it
 got in the key's state, and once the file is done deletes it when no retained checkpoint can
-need it (:func:`crawl.loop_reader.may_delete`), clearing the key's state with it. What the
+need it (:func:`crawl.loop.reader.may_delete`), clearing the key's state with it. What the
 job keeps for the loop is thus bounded by the files in the directory. A line that is not a
 loop line is counted (``decode.lines.bad``) and skipped: a stray file in the loop directory
 cannot stop the crawl.
@@ -23,8 +23,7 @@ from pyflink.datastream import FlatMapFunction, KeyedProcessFunction, RuntimeCon
 from pyflink.datastream.state import ValueStateDescriptor
 
 from crawl.layout import OutputLayout
-from crawl.loop import LoopRecordError, decode_line
-from crawl.loop_reader import (
+from crawl.loop.reader import (
     CHUNK_BYTES,
     CheckpointDirectory,
     LoopFileProgress,
@@ -33,6 +32,7 @@ from crawl.loop_reader import (
     read_chunk,
     read_migrated,
 )
+from crawl.loop.records import LoopRecordError, decode_line
 from crawl.progress import StageStatus
 from operators.context import Lifecycle, job_id_of, subtask_of
 from operators.metrics import mirror_status

@@ -1,9 +1,9 @@
 """The near-duplicate stage: one instance judges every archived page against the earlier ones.
 
-Input: :class:`crawl.near_judge.NearQuery` strings from the process stage's side output, keyed
-by one constant key (the stage runs with parallelism 1: near-duplicates share no key). Output:
+Input: :class:`crawl.content.near_judge.NearQuery` strings from the process stage's side output,
+keyed by one constant key (the stage runs with parallelism 1: near-duplicates share no key). Output:
 loop lines for the crawl DB (each page's outcome, and for a near-duplicate its mark and the
-rescored links, :class:`crawl.near_judge.NearJudge`). It writes a WARC ``metadata`` record
+rescored links, :class:`crawl.content.near_judge.NearJudge`). It writes a WARC ``metadata`` record
 about each near-duplicate's response into WARC files of its own (prefix
 ``<warc.prefix>-neardup``), finalising on start what a failed attempt left open.
 
@@ -21,11 +21,11 @@ from pyflink.common import Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import ListStateDescriptor
 
+from crawl.archive.warc import WarcFileWriter, recover_open_files
 from crawl.config import Config
+from crawl.content.near_judge import NearJudge, NearQuery
 from crawl.layout import OutputLayout
-from crawl.near_judge import NearJudge, NearQuery
 from crawl.progress import StageStatus
-from crawl.warc_writer import WarcFileWriter, recover_open_files
 from operators.context import Lifecycle, subtask_of
 from operators.metrics import mirror_status
 

@@ -23,13 +23,13 @@ from pyflink.common.time import Duration, Time
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 from pyflink.datastream.state import StateTtlConfig, ValueStateDescriptor
 
+from crawl.archive.crawl_log import CrawlLogWriter
+from crawl.archive.warc import Capture, WarcFileWriter, recover_open_files
 from crawl.config import Config
-from crawl.crawl_log import CrawlLogWriter
 from crawl.layout import OutputLayout
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
-from crawl.warc_writer import Capture, WarcFileWriter, recover_open_files
 from operators.context import Lifecycle, subtask_of
 from operators.faults import FaultInjector
 from operators.metrics import mirror_status
@@ -135,26 +135,11 @@ class ProcessFunction(KeyedProcessFunction):
             background_flush=False,
         )
         self._faults = FaultInjector("process", layout.root)
-        self._processor = PageProcessor(
-            self._warc,
-            self._log,
-            config.crawl.vnodes,
-            self._status,
+        self._processor = PageProcessor.from_config(
+            config, self._warc, self._log, self._status,
             producer_id=f"{subtask.index}.{uuid.uuid4().hex[:12]}",
-            recent_urls=config.crawl.recent_urls,
-            policy=config.scope.policy(),
-            normalizer=config.urls.normalizer(),
-            links=config.parse.extractor(config.user_agent.product, config.urls.normalizer()),
-            sitemaps=config.sitemaps,
-            path_ascending=config.scope.path_ascending,
-            metadata_records=config.warc.metadata_records,
-            captures=self._captures if config.warc.revisits else None,
-            dedup_min_bytes=config.warc.revisit_min_bytes,
-            near_duplicates=self._near_queries is not None and config.neardup.enabled,
-            recrawl=config.recrawl.enabled,
-            change_features=(
-                config.neardup.min_features if config.recrawl.change_distance else 0
-            ),
+            captures=self._captures,
+            near_duplicates=self._near_queries is not None,
         )
         mirror_status(self._status, runtime_context, "process")
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawl.crawl_log import parse_line
+from crawl.archive.crawl_log import parse_line
 from synthweb import SyntheticWebServer, WebConfig
 from tests.integration.crawl_runner import run_crawl
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawl.crawl_log import parse_line
-from crawl.routing import key_group_of
+from crawl.archive.crawl_log import parse_line
+from crawl.urls.routing import key_group_of
 from job.native_allocator import find_jemalloc
 from operators.faults import ENVIRONMENT_VARIABLE
 from synthweb import SyntheticWebServer, WebConfig, audit_log

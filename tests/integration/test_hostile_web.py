@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from crawl.crawl_log import parse_line
+from crawl.archive.crawl_log import parse_line
 from synthweb import SyntheticWebServer, WebConfig, audit_hostile, audit_log
 from synthweb.hostile import BROKEN_HOST, ROBOTS_STALL_HOST, TRICKLE_HOST
 from synthweb.sitemaps import SITEMAP_HOSTS

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawl.archive.warc import verify_warc_file
 from crawl.progress import CrawlFigures, read_statuses
-from crawl.warc_writer import verify_warc_file
 from synthweb import SyntheticWebServer, WebConfig, audit_log
 from tests.integration.crawl_runner import run_crawl
 

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from crawl.crawl_log import parse_line
-from crawl.warc_writer import verify_warc_file
+from crawl.archive.crawl_log import parse_line
+from crawl.archive.warc import verify_warc_file
 from job.launcher import PROJECT_ROOT
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log
 from tests.integration.cluster_fixture import (

@@ -1,4 +1,4 @@
-"""The key groups crawl/routing.py computes are the ones Flink's JVM gives the fetch stage's
+"""The key groups crawl/urls/routing.py computes are the ones Flink's JVM gives the fetch stage's
 keys (PyFlink's ``key_by`` wraps a key in a one-field Row): checked against a live JVM through
 PyFlink's gateway, for random strings and for the salted keys of a domain."""
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from crawl.routing import FetchRouter, key_group_of
+from crawl.urls.routing import FetchRouter, key_group_of
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from crawl.admission import Admission, CachedStore, MemoryStore, url_shape
 from crawl.config import CrawlDbSection
-from crawl.crawldb import CrawlDbPartition
+from crawl.crawldb.partition import CrawlDbPartition
+from crawl.urls.admission import Admission, CachedStore, MemoryStore, url_shape
 
 T0 = 1_700_000_000_000
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from crawl.budget import PageBudget
+from crawl.frontier.budget import PageBudget
 
 
 @pytest.mark.parametrize("max_pages", [1, 2, 17])
@@ -82,7 +82,7 @@ def test_threads_claiming_concurrently(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share_instance: bool, per_folder: int
 ) -> None:
     # With 7 tokens per folder, threads also race to create the folders.
-    monkeypatch.setattr("crawl.budget._PER_DIRECTORY", per_folder)
+    monkeypatch.setattr("crawl.frontier.budget._PER_DIRECTORY", per_folder)
     threads_count, max_pages = 8, 200
     shared = PageBudget(tmp_path / "budget", max_pages)
     granted = [0] * threads_count
@@ -127,7 +127,7 @@ def test_many_folders_with_small_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, subtasks: int
 ) -> None:
     # Ten tokens per folder: every claim path (new folder, existing folder, raced folder) runs.
-    monkeypatch.setattr("crawl.budget._PER_DIRECTORY", 10)
+    monkeypatch.setattr("crawl.frontier.budget._PER_DIRECTORY", 10)
     budgets = [PageBudget(tmp_path / "budget", 95) for _ in range(subtasks)]
 
     granted = 0

@@ -1,5 +1,5 @@
-"""The CDXJ index (crawl/cdxj.py): the writer's index of each WARC file is, line for line, what
-webrecorder's cdxj-indexer (the indexer pywb uses) makes of the same file."""
+"""The CDXJ index (crawl/archive/cdxj.py): the writer's index of each WARC file is, line for line,
+what webrecorder's cdxj-indexer (the indexer pywb uses) makes of the same file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cdxj_indexer.main import write_cdx_index
 
-from crawl.cdxj import (
+from crawl.archive.cdxj import (
     INDEX_PART_SUFFIX,
     build_index,
     index_path_of,
@@ -18,9 +18,9 @@ from crawl.cdxj import (
     timestamp14,
     url_key,
 )
+from crawl.archive.warc import WarcFileWriter, recover_open_files
 from crawl.model import FetchResult
 from crawl.status import Status
-from crawl.warc_writer import WarcFileWriter, recover_open_files
 from job.cli import main as cli_main
 
 STARTED_MS = 1_795_000_000_000

@@ -21,6 +21,8 @@ from crawl.config import (
     load_config,
     parse_override,
 )
+from crawl.content.links import LinkExtractor
+from crawl.urls.normalize import UrlNormalizer, normalization_settings
 
 DEFAULTS_FILE = Path(__file__).resolve().parents[2] / "conf" / "crawler.yaml"
 SECTIONS = typing.get_type_hints(Config)
@@ -294,14 +296,14 @@ def test_user_agent_header_starts_with_the_product_token() -> None:
 
 
 def test_url_settings_build_the_normaliser_and_are_fixed_for_the_crawl() -> None:
-    from crawl.urls import DEFAULT_NORMALIZER, NORMALIZATION_VERSION
+    from crawl.urls.normalize import DEFAULT_NORMALIZER, NORMALIZATION_VERSION
 
-    assert Config().urls.normalizer() == DEFAULT_NORMALIZER
+    assert UrlNormalizer.from_section(Config().urls) == DEFAULT_NORMALIZER
     config = load_config(overrides={"urls.sort_query": "true", "urls.strip_params": "sid"})
-    normalizer = config.urls.normalizer()
+    normalizer = UrlNormalizer.from_section(config.urls)
     assert normalizer.normalize("http://a.org/p?z=1&sid=9&a=2") == "http://a.org/p?a=2&z=1"
     assert normalizer.normalize("http://a.org/p?jsessionid=1") == "http://a.org/p?jsessionid=1"
-    assert config.urls.fixed() == {
+    assert normalization_settings(config.urls) == {
         "urls.normalization_version": NORMALIZATION_VERSION,
         "urls.sort_query": True,
         "urls.strip_params": ["sid"],
@@ -354,7 +356,8 @@ def test_parse_settings_build_the_link_extractor_for_our_token() -> None:
 
     config = load_config(overrides={"user_agent.product": "mybot", "parse.follow": "a",
                                     "parse.max_outlinks": "1"})
-    extractor = config.parse.extractor(config.user_agent.product, config.urls.normalizer())
+    extractor = LinkExtractor.from_section(
+        config.parse, config.user_agent.product, UrlNormalizer.from_section(config.urls))
     body = (b"<meta name=mybot content=noindex><img src=/i><a href='/a;jsessionid=1'>a</a>"
             b"<a href=/b>b</a>")
     page = FetchResult(url="http://a.test/", status=Status.FETCHED, reason="", http_status=200,

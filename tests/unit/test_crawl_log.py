@@ -8,10 +8,16 @@ from typing import Any
 
 import pytest
 
-from crawl.crawl_log import COLUMNS, CrawlLogWriter, format_line, format_result_line, parse_line
+from crawl.archive.crawl_log import (
+    COLUMNS,
+    CrawlLogWriter,
+    format_line,
+    format_result_line,
+    parse_line,
+)
+from crawl.archive.warc import sha1_digest
 from crawl.model import FetchResult
 from crawl.status import Status
-from crawl.warc_writer import sha1_digest
 
 T_MS = 1_795_321_255_123  # 2026-11-22T04:20:55.123Z
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from crawl.config import CrawlDbSection
-from crawl.crawldb import (
+from crawl.crawldb.partition import (
     MAX_VIA_BYTES,
     CrawlDbPartition,
     decode_payload,
@@ -19,7 +19,7 @@ from crawl.crawldb import (
     partition_directory,
     partition_of,
 )
-from crawl.loop import encode_line
+from crawl.loop.records import encode_line
 from drum import DrumStatus, record_dict, url_key
 
 T0 = 1_700_000_000_000
@@ -285,7 +285,7 @@ def test_a_missing_file_is_a_clear_error(directory: str) -> None:
 
 
 def test_journal_additions_follow_the_merge() -> None:
-    from crawl.crawldb import PartitionState
+    from crawl.crawldb.partition import PartitionState
 
     assert PartitionState(None, None, merged=False).journal_additions("p") == ["p"]
     assert PartitionState(None, None, merged=True).journal_additions("p") == []

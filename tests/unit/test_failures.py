@@ -15,7 +15,7 @@ org.apache.flink.runtime.JobException: Recovery is suppressed by NoRestartBackof
 \tat org.apache.flink.runtime.executiongraph.failover.ExecutionFailureHandler.handleFailure
 Caused by: pemja.core.PythonException: <class 'OSError'>: [Errno 28] No space left on device: \
 '/data/out/warc/crawl-20261125-00000-00003.warc.gz.open'
-\tat /work/crawl/warc_writer.py.write(warc_writer.py:211)
+\tat /work/crawl/archive/warc.py.write(warc_writer.py:211)
 """
 
 JAVA_DISK_FULL = """\

@@ -1,4 +1,4 @@
-"""The HTTP client (crawl.fetcher) over real loopback HTTP against the synthetic web."""
+"""The HTTP client (crawl.http.fetcher) over real loopback HTTP against the synthetic web."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from crawl.config import FetchSection, UserAgentSection
-from crawl.fetcher import NOT_MODIFIED, HttpFetcher, IoLoop, status_for_http
+from crawl.http.fetcher import NOT_MODIFIED, HttpFetcher, IoLoop, status_for_http
 from crawl.model import FetchResult
 from crawl.status import Status
 from synthweb import PageKind, SyntheticWebServer, WebConfig

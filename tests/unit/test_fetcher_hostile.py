@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from crawl.archive.warc import WarcRecordFactory
 from crawl.config import FetchSection, UserAgentSection
-from crawl.fetcher import MAX_REDIRECTS, HttpFetcher, IoLoop, address_reason
+from crawl.http.fetcher import MAX_REDIRECTS, HttpFetcher, IoLoop, address_reason
 from crawl.model import FetchResult
 from crawl.status import Status
-from crawl.warc_writer import WarcRecordFactory
 
 OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
 PAGE = b"<html><body>" + b"".join(b"<a href=/p/%d>page %d</a>" % (n, n) for n in range(3000))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from crawl.config import ConfigError, FetchSection, load_config
-from crawl.fetcher import (
+from crawl.http.fetcher import (
     ADDRESS_CLASSES,
     AddressNotAllowed,
     BodyDecoder,

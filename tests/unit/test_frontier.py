@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from crawl.frontier import DictStore, HostQueue, QueueEntry
+from crawl.frontier.host_queue import DictStore, HostQueue, QueueEntry
 
 
 def _check(queue: HostQueue, store: DictStore, model: collections.deque[str]) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from crawl.config import Config, CrawlDbSection
-from crawl.crawldb import minimum_file_grace_seconds, parse_flink_duration
+from crawl.crawldb.partition import minimum_file_grace_seconds, parse_flink_duration
 from crawl.layout import OutputLayout
-from crawl.loop_reader import read_migrated
+from crawl.loop.reader import read_migrated
 from job.launcher import (
     DEFAULT_FLINK_CONF,
     CrawlError,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crawl.loop import (
+from crawl.loop.records import (
     DoneEvent,
     FoundUrl,
     LoopRecordError,
@@ -18,7 +18,7 @@ from crawl.loop import (
     url_vnode,
     write_seed_file,
 )
-from crawl.urls import vnode_of
+from crawl.urls.normalize import vnode_of
 
 FOUND: list[FoundUrl] = [
     ("http://a.example/x", "L", "http://a.example/"),

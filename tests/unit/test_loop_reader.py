@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crawl.loop_reader import (
+from crawl.loop.reader import (
     CheckpointDirectory,
     LoopFileProgress,
     LoopLister,

@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawl.archive.crawl_log import CrawlLogWriter
+from crawl.archive.warc import WarcFileWriter, verify_warc_file
 from crawl.config import CrawlDbSection, NearDupSection, PrioritySection
-from crawl.crawl_log import CrawlLogWriter
-from crawl.crawldb import FLAG_NEAR_DUPLICATE, CrawlDbPartition, partition_directory
-from crawl.loop import LoopRecordError, decode_line, encode_line, parse_record, url_vnode
+from crawl.content.near_judge import NearJudge, NearQuery
+from crawl.content.neardup import fingerprint_text
+from crawl.crawldb.partition import FLAG_NEAR_DUPLICATE, CrawlDbPartition, partition_directory
+from crawl.loop.records import LoopRecordError, decode_line, encode_line, parse_record, url_vnode
 from crawl.model import FetchResult
-from crawl.near_judge import NearJudge, NearQuery
-from crawl.neardup import fingerprint_text
 from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
 from crawl.status import Status
-from crawl.warc_writer import WarcFileWriter, verify_warc_file
 from tests.unit.test_crawldb import record_of
 
 VNODES = 256

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import lxml.html
 import pytest
 
-from crawl.neardup import (
+from crawl.content.neardup import (
     MIN_FEATURES,
     Fingerprint,
     NearDuplicateDetector,
@@ -232,7 +232,7 @@ def test_precision_and_recall_on_edited_groups(figures: dict[str, Counts]) -> No
     after the first, so two copies differ by up to eight words in 50 to 700, which a 64-bit
     simhash at k = 3 does not always hold: with N features and c changed, a bit flips with a
     probability of about sqrt(2c / N) / pi, five bits and more for a few words in a short
-    article (see crawl/neardup.py, "Choice of features").
+    article (see crawl/content/neardup.py, "Choice of features").
 
     Measured: precision 1.00, recall 0.68 (123 of 180; 0.56 to 0.78 a web). The floor holds
     the figure reached, so that a change that loses recall here shows.

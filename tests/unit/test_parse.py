@@ -1,4 +1,4 @@
-"""Link extraction (crawl.parse): broken markup, charsets and junk never raise."""
+"""Link extraction (crawl.content.links): broken markup, charsets and junk never raise."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from crawl.content.links import extract_links
 from crawl.model import FetchResult
-from crawl.parse import extract_links
 from crawl.status import Status
 from synthweb import SyntheticWeb, WebConfig
 

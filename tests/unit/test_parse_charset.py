@@ -1,5 +1,6 @@
-"""Text encodings of fetched pages (crawl.parse): byte order marks, the header, <meta> and XML
-declarations, and the UTF-8 / windows-1252 guess, as a table of pages and the links they give."""
+"""Text encodings of fetched pages (crawl.content.links): byte order marks, the header, <meta> and
+XML declarations, and the UTF-8 / windows-1252 guess, as a table of pages and the links they
+give."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import codecs
 
 import pytest
 
+from crawl.content.links import extract_links, guess_encoding
 from crawl.model import FetchResult
-from crawl.parse import extract_links, guess_encoding
 from crawl.status import Status
 
 CYRILLIC = "/\u0436\u0443\u043a"  # /жук

@@ -1,6 +1,6 @@
-"""What a page leads to (crawl.parse.LinkExtractor): every kind of link with its hop, nofollow,
-noindex and X-Robots-Tag, meta refresh, Link headers, the canonical URL and the outlink cap, as
-tables of pages and what they give; and a fuzz test that nothing raises."""
+"""What a page leads to (crawl.content.links.LinkExtractor): every kind of link with its hop,
+nofollow, noindex and X-Robots-Tag, meta refresh, Link headers, the canonical URL and the outlink
+cap, as tables of pages and what they give; and a fuzz test that nothing raises."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crawl.config import LINK_KINDS, UserAgentSection
+from crawl.content.links import _DEFAULT_TOKEN, KINDS, LinkExtractor, extract_links
 from crawl.model import FetchResult
-from crawl.parse import _DEFAULT_TOKEN, KINDS, LinkExtractor, extract_links
 from crawl.status import Status
 
 PAGE = "http://a.test/dir/page.html"
@@ -417,7 +417,7 @@ def test_the_parsed_document_is_kept_for_a_later_reader() -> None:
 def test_the_beautiful_soup_fallback_reads_every_kind_too() -> None:
     # lxml sees no element in a lone comment; with markup after it, lxml reads it after all,
     # so the fallback is tested directly.
-    from crawl.parse import _Found
+    from crawl.content.links import _Found
 
     found = _Found()
     DEFAULT._read_soup(

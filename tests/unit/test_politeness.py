@@ -12,7 +12,7 @@ from fractions import Fraction
 import pytest
 
 from crawl.config import ConfigError, PolitenessSection, load_config
-from crawl.politeness import (
+from crawl.frontier.politeness import (
     MAX_FAILURES,
     BackOff,
     DomainQuota,

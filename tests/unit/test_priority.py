@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from crawl.config import CrawlDbSection, PrioritySection
-from crawl.crawldb import CrawlDbPartition, partition_directory
-from crawl.frontier import DictStore, HostQueue, QueueEntry
-from crawl.priority import ScorePolicy, rank
+from crawl.crawldb.partition import CrawlDbPartition, partition_directory
+from crawl.frontier.host_queue import DictStore, HostQueue, QueueEntry
 from crawl.processing import _recent_key
 from crawl.progress import CrawlFigures, is_idle
+from crawl.urls.priority import ScorePolicy, rank
 from drum import (
     ArchivePolicy,
     Drum,
@@ -216,7 +216,7 @@ def test_seeds_go_before_links_and_a_restore_does_not_release_twice(directory: s
 
 
 def test_urls_turned_away_by_admission_are_not_released(directory: str) -> None:
-    from crawl.admission import Admission, MemoryStore
+    from crawl.urls.admission import Admission, MemoryStore
 
     admission = Admission(MemoryStore(), max_urls_per_shape=1)
     db = CrawlDbPartition(directory, SECTION, admission=admission,

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from crawl.config import SitemapsSection
-from crawl.crawl_log import CrawlLogWriter, parse_line
-from crawl.loop import decode_line, parse_payload
+from crawl.archive.crawl_log import CrawlLogWriter, parse_line
+from crawl.archive.warc import WarcFileWriter, verify_warc_file
+from crawl.config import ScopeSection, SitemapsSection
+from crawl.content.links import LinkExtractor
+from crawl.loop.records import decode_line, parse_payload
 from crawl.model import FetchResult
-from crawl.parse import LinkExtractor
 from crawl.processing import PageProcessor, RecentUrls, payload_key
 from crawl.progress import StageStatus
-from crawl.scope import UrlPolicy
 from crawl.status import Status
-from crawl.urls import vnode_of
-from crawl.warc_writer import WarcFileWriter, verify_warc_file
+from crawl.urls.normalize import vnode_of
+from crawl.urls.scope import UrlPolicy
 
 VNODES = 256
 PAGE = "http://a.test/dir/page"
@@ -188,7 +188,7 @@ def test_the_url_policy_turns_links_away_and_counts_why(tmp_path: Path) -> None:
     warc = WarcFileWriter(tmp_path / "warc", "test", 0)
     log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
     status = StageStatus(tmp_path / "status", "process", 0, interval=60)
-    policy = UrlPolicy(follow="host", exclude=("/map$",))
+    policy = UrlPolicy(ScopeSection(follow="host", exclude=("/map$",)))
     page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.t", policy=policy)
     by_vnode = _lines_by_vnode(page_processor.process(_html_result()))
     found = [url for group, _ in by_vnode.values() for url, _, _ in group]
@@ -210,7 +210,7 @@ def test_the_url_policy_turns_links_away_and_counts_why(tmp_path: Path) -> None:
 def test_path_ascending_sends_the_directories_above_a_page_that_answered(
     make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
 ) -> None:
-    page_processor, status = make_processor(policy=UrlPolicy(max_depth=2),
+    page_processor, status = make_processor(policy=UrlPolicy(ScopeSection(max_depth=2)),
                                             path_ascending=True)
     deep = "http://a.test/x/y/z.html?q=1"
     result = FetchResult(url=deep, status=Status.HTTP_ERROR, reason="http:404", http_status=404,
@@ -251,7 +251,7 @@ def sitemap_processor(tmp_path: Path) -> Iterator[tuple[PageProcessor, StageStat
     warc = WarcFileWriter(tmp_path / "warc", "test", 0)
     log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
     status = StageStatus(tmp_path / "status", "process", 0, interval=60)
-    policy = UrlPolicy(skip_extensions=("gz", "xml"))
+    policy = UrlPolicy(ScopeSection(skip_extensions=("gz", "xml")))
     yield PageProcessor(warc, log, VNODES, status, producer_id="0.s", policy=policy,
                         sitemaps=SitemapsSection(max_nesting=2)), status
     warc.close()
@@ -364,8 +364,8 @@ def test_a_page_gets_a_metadata_record_of_everything_it_led_to(
     make_processor: Callable[..., tuple[PageProcessor, StageStatus]], tmp_path: Path
 ) -> None:
     # The policy turns the other host away: the metadata still lists it (what the page links).
-    page_processor, _ = make_processor(policy=UrlPolicy(follow="host"), path_ascending=True,
-                                       sitemaps=SitemapsSection())
+    page_processor, _ = make_processor(policy=UrlPolicy(ScopeSection(follow="host")),
+                                       path_ascending=True, sitemaps=SitemapsSection())
     page_processor.process(_html_result())
     robots = FetchResult(url="http://a.test/robots.txt", status=Status.FETCHED, reason="",
                          http_status=200, body=b"Sitemap: /sm.xml\n", started_ms=3, hops="P",

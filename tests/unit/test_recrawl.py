@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crawl.config import ConfigError, RecrawlSection, load_config
-from crawl.recrawl import (
+from crawl.archive.warc import sha1_digest
+from crawl.config import ConfigError, RecrawlSection, load_config, parse_recrawl_overrides
+from crawl.crawldb.recrawl import (
     Observation,
     RecrawlSchedule,
     RecrawlState,
@@ -17,11 +18,9 @@ from crawl.recrawl import (
     parse_etag,
     parse_http_date,
     parse_lastmod,
-    parse_overrides,
     states_of_records,
     store_states,
 )
-from crawl.warc_writer import sha1_digest
 from drum import NEVER, neutral
 
 SECTION = RecrawlSection(
@@ -195,9 +194,9 @@ def test_overrides_bound_hosts_and_patterns() -> None:
     assert schedule.bounds("http://a.test:8080/") == (100.0, 100.0, 100.0)
     assert schedule.bounds("http://c.test/") == (100.0, 2_592_000.0, 86_400.0)
     with pytest.raises(ValueError, match="unknown key"):
-        parse_overrides(["a.test every=3"])
+        parse_recrawl_overrides(["a.test every=3"])
     with pytest.raises(ValueError, match="regular expression"):
-        parse_overrides(["re:( min=3"])
+        parse_recrawl_overrides(["re:( min=3"])
     with pytest.raises(ConfigError, match="recrawl.overrides"):
         load_config(overrides={"recrawl.overrides": "a.test"})
 

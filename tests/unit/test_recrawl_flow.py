@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawl.archive.crawl_log import CrawlLogWriter
+from crawl.archive.warc import NOT_MODIFIED_PROFILE, WarcFileWriter
 from crawl.config import CrawlDbSection, PrioritySection, RecrawlSection
-from crawl.crawl_log import CrawlLogWriter
-from crawl.crawldb import CrawlDbPartition, partition_directory
-from crawl.fetcher import NOT_MODIFIED
-from crawl.frontier import QueueEntry
-from crawl.loop import decode_line, parse_record
+from crawl.crawldb.partition import CrawlDbPartition, partition_directory
+from crawl.crawldb.recrawl import RecrawlState, Revisit
+from crawl.frontier.host_queue import QueueEntry
+from crawl.http.fetcher import NOT_MODIFIED
+from crawl.loop.records import decode_line, parse_record
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
-from crawl.recrawl import RecrawlState, Revisit
 from crawl.status import Status
-from crawl.warc_writer import NOT_MODIFIED_PROFILE, WarcFileWriter
 from drum import (
     NEVER,
     ArchivePolicy,
@@ -106,7 +106,7 @@ def _done(url: str, status: str, http: int, at: int, revisit: Revisit, reason: s
 
 
 def test_a_fetched_url_comes_due_again_with_its_state(directory: str) -> None:
-    from crawl.recrawl import Observation
+    from crawl.crawldb.recrawl import Observation
 
     state = KeyedState()
     db = CrawlDbPartition(directory, SECTION, priority=PRIORITY, recrawl=RECRAWL)
@@ -315,7 +315,7 @@ def test_a_sitemaps_changefreq_starts_a_urls_schedule(tmp_path: Path, directory:
     assert (hinted.interval_s, hinted.fetched) == (3600, False)
     assert hinted.conditional_headers() == []
     # ...whose outcome starts the schedule with it (within the bounds: at most an hour here).
-    from crawl.recrawl import Observation, RecrawlSchedule
+    from crawl.crawldb.recrawl import Observation, RecrawlSchedule
 
     new, next_ms, what = RecrawlSchedule(RECRAWL).after(
         "http://a.test/news", "FETCHED", 200, "", T0 + 5, Revisit(hinted, Observation(3)))
@@ -326,7 +326,7 @@ def test_a_sitemaps_lastmod_brings_a_known_url_back_before_its_time(
     tmp_path: Path, directory: str
 ) -> None:
     from crawl.config import SitemapsSection
-    from crawl.recrawl import Observation
+    from crawl.crawldb.recrawl import Observation
 
     warc = WarcFileWriter(tmp_path / "warc", "test", 0)
     log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)

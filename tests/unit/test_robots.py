@@ -9,7 +9,13 @@ from __future__ import annotations
 import pytest
 
 from crawl.config import PolitenessSection, RobotsSection
-from crawl.robots import RobotsPolicy, RobotsRecord, record_from_fetch, rfc_lines, robots_url
+from crawl.frontier.robots import (
+    RobotsPolicy,
+    RobotsRecord,
+    record_from_fetch,
+    rfc_lines,
+    robots_url,
+)
 from synthweb import RobotsKind, SyntheticWeb, WebConfig
 from synthweb.urls import split_url
 

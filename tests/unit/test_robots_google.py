@@ -1,4 +1,4 @@
-"""Google's robots.txt test cases, run through our robots.txt policy (crawl/robots.py).
+"""Google's robots.txt test cases, run through our robots.txt policy (crawl/frontier/robots.py).
 
 The cases come from ``robots_test.cc`` in github.com/google/robotstxt (Apache-2.0), the
 reference tests of RFC 9309's authors. Every check there that says whether one product token
@@ -31,7 +31,7 @@ from typing import NamedTuple
 import pytest
 
 from crawl.config import ConfigError, RobotsSection, load_config
-from crawl.robots import RobotsPolicy, record_from_fetch
+from crawl.frontier.robots import RobotsPolicy, record_from_fetch
 
 NOW = 1_700_000_000_000
 _B = "http://foo.bar"
@@ -154,7 +154,7 @@ CASES: list[Case] = [
       for name in ("FOO BAR", "foo bar", "FoO bAr")
       for token in ("Foo", "foo")
       for url, allowed in ((f"{_B}/x/y", True), (f"{_B}/a/b", False))],
-    # We read "User-Agent: Foo Bar" as Foo too (crawl.robots.rfc_lines); the query with the
+    # We read "User-Agent: Foo Bar" as Foo too (crawl.frontier.robots.rfc_lines); the query with the
     # token "Foo Bar" is one the configuration refuses (test_product_token_validity).
     Case("GoogleOnly_AcceptUserAgentUpToFirstSpace",
          "User-Agent: *\nDisallow: /\nUser-Agent: Foo Bar\nAllow: /x/\nDisallow: /\n",

@@ -1,4 +1,4 @@
-"""Fetch keys (crawl/routing.py): Flink's key groups reproduced, and every host of a politeness
+"""Fetch keys (crawl/urls/routing.py): Flink's key groups reproduced, and every host of a politeness
 group put in its group's key group."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import string
 import pytest
 
 from crawl.config import ConnectTo
-from crawl.routing import (
+from crawl.urls.routing import (
     AddressResolver,
     FetchRouter,
     group_of_key,

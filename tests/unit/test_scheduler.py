@@ -1,5 +1,5 @@
-"""The frontier's per-host decisions (crawl.scheduler), with futures completed by hand and a
-clock the tests move: politeness, robots.txt, leases, and the host back-off (Retry-After,
+"""The frontier's per-host decisions (crawl.frontier.scheduler), with futures completed by hand and
+a clock the tests move: politeness, robots.txt, leases, and the host back-off (Retry-After,
 failures in a row, suspension, retries of a URL)."""
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from crawl.budget import PageBudget
 from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
-from crawl.frontier import DictStore, HostQueue, QueueEntry
-from crawl.model import FetchResult
-from crawl.robots import RobotsRecord
-from crawl.scheduler import (
+from crawl.frontier.budget import PageBudget
+from crawl.frontier.host_queue import DictStore, HostQueue, QueueEntry
+from crawl.frontier.robots import RobotsRecord
+from crawl.frontier.scheduler import (
     BUDGET_RETRY_MS,
     HOST_ROW_FIELDS,
     HOST_ROW_VERSION,
@@ -30,6 +29,7 @@ from crawl.scheduler import (
     host_state,
     upgrade_host_row,
 )
+from crawl.model import FetchResult
 from crawl.status import Status
 
 HOST = "example.test"

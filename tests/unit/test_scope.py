@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from crawl.config import ConfigError, load_config
-from crawl.scope import UrlPolicy, registered_domain
+from crawl.config import ConfigError, ScopeSection, load_config
+from crawl.urls.scope import UrlPolicy, registered_domain
 
 PAGE = "http://www.example.com/a/page"
 
@@ -110,7 +110,7 @@ CASES = [
 
 @pytest.mark.parametrize(("settings", "url", "hops", "via", "reason"), CASES)
 def test_policy_table(settings: dict, url: str, hops: str, via: str, reason: str | None) -> None:
-    assert UrlPolicy(**settings).check(url, hops, via) == reason
+    assert UrlPolicy(ScopeSection(**settings)).check(url, hops, via) == reason
 
 
 def test_table_covers_every_reason() -> None:
@@ -121,23 +121,23 @@ def test_table_covers_every_reason() -> None:
 
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="follow must be one of"):
-        UrlPolicy(follow="nowhere")
+        UrlPolicy(ScopeSection(follow="nowhere"))
     with pytest.raises(re.error):
-        UrlPolicy(exclude=("a(b",))
+        UrlPolicy(ScopeSection(exclude=("a(b",)))
 
 
 def test_the_policy_survives_pickling_for_the_job() -> None:
-    policy = UrlPolicy(follow="domain", exclude=("/x/",), skip_extensions=("jpg",))
+    policy = UrlPolicy(ScopeSection(follow="domain", exclude=("/x/",), skip_extensions=("jpg",)))
     copy = pickle.loads(pickle.dumps(policy))
-    assert copy == policy
+    assert copy.section == policy.section
     assert copy.check("http://a.org/x/1", "L", "http://a.org/") == "scope:excluded"
 
 
 def test_configuration_builds_the_policy() -> None:
     config = load_config(overrides={"scope.follow": "listed", "scope.domains": "a.org, b.org",
                                     "scope.skip_extensions": "zip"})
-    policy = config.scope.policy()
-    assert policy.domains == ("a.org", "b.org")
+    policy = UrlPolicy(config.scope)
+    assert policy.section.domains == ("a.org", "b.org")
     assert policy.check("http://www.b.org/f.zip", "L", "http://a.org/") == "scope:extension"
     assert policy.check("http://c.org/", "L", "http://a.org/") == "scope:unlisted-domain"
     with pytest.raises(ConfigError, match=r"^scope\.follow"):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawl.simhash import SimhashIndex, hamming, simhash, text_features
+from crawl.content.simhash import SimhashIndex, hamming, simhash, text_features
 
 ARTICLE = (
     "The river rose overnight and the old bridge closed before dawn. Engineers from the county "

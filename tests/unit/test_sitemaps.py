@@ -1,4 +1,4 @@
-"""Sitemaps: robots.txt Sitemap lines and sitemap documents (crawl/sitemaps.py), and the
+"""Sitemaps: robots.txt Sitemap lines and sitemap documents (crawl/content/sitemaps.py), and the
 ``sitemaps`` configuration section. Real documents, real gzip streams, a real HTTP server for
 the XXE test: nothing is mocked."""
 
@@ -16,14 +16,13 @@ from pathlib import Path
 import pytest
 
 from crawl.config import ConfigError, SitemapsSection, load_config
-from crawl.sitemaps import (
+from crawl.content.sitemaps import (
     MAX_LOC_LENGTH,
     SitemapEntry,
-    is_sitemap_hops,
     parse_sitemap,
-    sitemap_level,
     sitemaps_in_robots,
 )
+from crawl.hops import is_sitemap_hops, sitemap_level
 
 CONFIG = SitemapsSection()
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"

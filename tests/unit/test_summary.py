@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from crawl.crawl_log import format_line
+from crawl.archive.crawl_log import format_line
+from crawl.archive.summary import CrawlSummary, summarise_crawl_logs
 from crawl.status import Status
-from crawl.summary import CrawlSummary, summarise_crawl_logs
 
 T0 = 1_795_321_255_000
 

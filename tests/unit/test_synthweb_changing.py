@@ -153,8 +153,8 @@ def test_a_live_sitemap_gives_each_changing_page_its_current_lastmod(
     server: SyntheticWebServer,
 ) -> None:
     from crawl.config import SitemapsSection
-    from crawl.recrawl import parse_lastmod
-    from crawl.sitemaps import parse_sitemap
+    from crawl.content.sitemaps import parse_sitemap
+    from crawl.crawldb.recrawl import parse_lastmod
 
     web, changing = server.web, server.web.changing
     hosts = [host for host in web.host_names() if changing.live_sitemap(host)]
@@ -192,7 +192,7 @@ def test_a_live_sitemap_gives_each_changing_page_its_current_lastmod(
 
 
 def test_hosts_with_long_etags_send_only_those_and_honour_them(tmp_path) -> None:
-    from crawl.recrawl import parse_etag
+    from crawl.crawldb.recrawl import parse_etag
 
     config = WebConfig(seed=3, hosts=12, pages_per_host=12).with_changing_profile(
         change_no_etag_host_share=0.0, change_no_validator_host_share=0.0,

@@ -13,7 +13,7 @@ import bs4
 import lxml.html
 import pytest
 
-from crawl.text import advert, main_text, visible_text_of
+from crawl.content.text import advert, main_text, visible_text_of
 from synthweb import SyntheticWeb, WebConfig
 from synthweb.urls import canonical_url, host_index, split_url
 from tests.unit.test_synthweb import _digest

@@ -21,7 +21,7 @@ import pytest
 from protego import Protego
 
 from crawl.config import SitemapsSection
-from crawl.sitemaps import parse_sitemap, sitemaps_in_robots
+from crawl.content.sitemaps import parse_sitemap, sitemaps_in_robots
 from synthweb import (
     ExpectedCrawl,
     SitemapTruth,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawl.text import advert, main_text, visible_text, visible_text_of
+from crawl.content.text import advert, main_text, visible_text, visible_text_of
 
 
 @pytest.mark.parametrize(

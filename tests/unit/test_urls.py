@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawl.urls import (
+from crawl.urls.normalize import (
     DEFAULT_SESSION_PARAMS,
     MAX_URL_LENGTH,
     NORMALIZATION_VERSION,

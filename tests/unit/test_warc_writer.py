@@ -19,10 +19,8 @@ from collections.abc import Callable
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawl import warc_writer
-from crawl.model import FetchResult
-from crawl.status import Status
-from crawl.warc_writer import (
+from crawl.archive import warc as warc_writer
+from crawl.archive.warc import (
     WarcFileError,
     WarcFileWriter,
     WarcRecordFactory,
@@ -31,6 +29,8 @@ from crawl.warc_writer import (
     sha1_digest,
     verify_warc_file,
 )
+from crawl.model import FetchResult
+from crawl.status import Status
 
 NOW_MS = 1_795_321_300_000  # 2026-11-22T04:21:40.000Z
 STARTED_MS = 1_795_321_255_123  # 2026-11-22T04:20:55.123Z
@@ -355,7 +355,7 @@ def test_file_is_open_while_written_and_renamed_on_close(tmp_path: os.PathLike[s
     writer.close()
     writer.close()
     final_name = os.path.basename(open_path).removesuffix(".open")
-    # The completed file gets its CDXJ index next to it (crawl/cdxj.py).
+    # The completed file gets its CDXJ index next to it (crawl/archive/cdxj.py).
     assert sorted(os.listdir(tmp_path)) == [final_name.removesuffix(".warc.gz") + ".cdxj",
                                             final_name]
 
@@ -505,7 +505,7 @@ def test_payload_digest_helper_matches_the_record() -> None:
 
 
 def test_pure_modules_do_not_import_pyflink() -> None:
-    code = ("import sys, crawl.warc_writer, crawl.crawl_log; "
+    code = ("import sys, crawl.archive.warc, crawl.archive.crawl_log; "
             "sys.exit('pyflink' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 

@@ -28,9 +28,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from crawl.layout import MIGRATED_FILE_NAME
+
 __all__ = [
     "CHUNK_BYTES",
-    "MIGRATED_FILE_NAME",
     "CheckpointDirectory",
     "LoopChunk",
     "LoopFileProgress",
@@ -47,9 +48,6 @@ __all__ = [
 #: many steps, with checkpoints in between).
 CHUNK_BYTES = 1 << 20
 
-#: The list of loop files an older job's file source had read, made when resuming its
-#: savepoint (next to the loop directory, one name a line).
-MIGRATED_FILE_NAME = "loop-read-by-file-source.txt"
 
 _CHECKPOINT_NAME = re.compile(r"chk-(\d+)$")
 

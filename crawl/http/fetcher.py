@@ -46,7 +46,7 @@ The web is hostile, so every request passes these rules, each plain logic tested
   (``read_timeout_seconds``) and the whole request (``total_timeout_seconds``), so a slow
   host holds a connection for a bounded time. Before the response head: ``FETCH_ERROR`` with
   ``timeout:connect``, ``timeout:read`` or ``timeout:total`` (a failure that may pass, see
-  :mod:`crawl.politeness`). After it (a trickling body): the response is kept as far as it
+  :mod:`crawl.frontier.politeness`). After it (a trickling body): the response is kept as far as it
   came, marked ``WARC-Truncated: time``, and counts as an answer (the host's spacing grows
   with the long response time, Mercator's rule): asking again would only hold a slot again.
 
@@ -73,9 +73,9 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from crawl.config import ConnectTo, FetchSection, UserAgentSection
+from crawl.hops import is_prerequisite, is_sitemap_hops
 from crawl.model import FetchResult
 from crawl.progress import RunningMean
-from crawl.sitemaps import is_sitemap_hops
 from crawl.status import Status
 
 __all__ = [
@@ -110,9 +110,6 @@ RATIO_FLOOR_BYTES = 1024 * 1024
 
 #: Redirects followed when asked to (robots.txt); RFC 9309 asks for at least five.
 MAX_REDIRECTS = 5
-
-#: Hop code of a prerequisite fetch (robots.txt), as in :mod:`crawl.processing`.
-_PREREQUISITE_HOP = "P"
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
@@ -839,7 +836,7 @@ class HttpFetcher:
         result = FetchResult(url=url, status=Status.FETCH_ERROR, reason="", hops=hops, via=via)
         filter_types = (
             bool(self._config.accept_content_types)
-            and not hops.endswith(_PREREQUISITE_HOP)
+            and not is_prerequisite(hops)
             and not is_sitemap_hops(hops)
         )
         try:

@@ -24,7 +24,7 @@ refresh    ``<meta http-equiv=refresh content="5; url=...">``                  R
 ========== =================================================================== =====
 
 HTML links resolve against ``<base href>`` when the page has one, ``Link:`` header links
-against the page's URL (RFC 8288); all are normalised with :mod:`crawl.urls`. A redirect's
+against the page's URL (RFC 8288); all are normalised with :mod:`crawl.urls.normalize`. A redirect's
 ``Location:`` is not read here: a redirect has no page (:mod:`crawl.processing`).
 
 Robots directives for the crawler's product token (``user_agent.product``) are obeyed: a link
@@ -69,16 +69,15 @@ import lxml.etree
 import lxml.html
 from bs4 import BeautifulSoup, SoupStrainer, XMLParsedAsHTMLWarning
 
+from crawl.config import LINK_KINDS, ParseSection, UserAgentSection
+from crawl.hops import EMBED, LINK, REDIRECT
 from crawl.model import FetchResult
 from crawl.status import Status
-from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, host_of
+from crawl.urls.normalize import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, host_of
 
 __all__ = [
-    "EMBED_HOP",
     "HTML_TYPES",
     "KINDS",
-    "NAVIGATION_HOP",
-    "REFRESH_HOP",
     "LinkExtractor",
     "Outlink",
     "ParsedLinks",
@@ -89,21 +88,14 @@ __all__ = [
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
-#: Heritrix's hops: a navigation link, an embed (transclusion), a refresh (like a redirect).
-NAVIGATION_HOP = "L"
-EMBED_HOP = "E"
-REFRESH_HOP = "R"
 
 #: The kinds of links ``parse.follow`` may name, in the table's order.
-KINDS = (
-    "a", "area", "link", "stylesheet", "icon", "frame", "img", "script", "embed", "media",
-    "refresh",
-)
+KINDS = LINK_KINDS
 
 #: An outlink: (canonical URL, hop code).
 Outlink = tuple[str, str]
 
-_DEFAULT_TOKEN = "pyflink-crawler"  # crawl.config.UserAgentSection.product's default
+_DEFAULT_TOKEN = UserAgentSection().product
 
 # tag -> (kind, attribute holding the URL); all embeds (hop E)
 _EMBEDS = {
@@ -198,6 +190,15 @@ class LinkExtractor:
     """Extracts a fetched page's outlinks as configured (``parse`` section); see the module
     docstring for what is followed and obeyed. Stateless after construction: one instance
     serves a whole subtask."""
+
+    @classmethod
+    def from_section(cls, section: ParseSection, robots_token: str,
+                     normalizer: UrlNormalizer = DEFAULT_NORMALIZER) -> LinkExtractor:
+        """The extractor the ``parse`` section describes, obeying the robots directives given
+        to ``robots_token`` (``user_agent.product``)."""
+        return cls(follow=section.follow, max_outlinks=section.max_outlinks,
+                   obey_nofollow=section.obey_nofollow, robots_token=robots_token,
+                   normalizer=normalizer)
 
     def __init__(
         self,
@@ -384,12 +385,12 @@ class LinkExtractor:
                     pass  # counted with the links: the canonical is one of them
         navigation = not (found.nofollow and self._obey_nofollow)
         groups = (
-            ([found.refresh] if found.refresh else [], base, REFRESH_HOP, True),
-            (found.header_links, page, NAVIGATION_HOP, navigation),
-            (found.links, base, NAVIGATION_HOP, navigation),
-            (found.anchors, base, NAVIGATION_HOP, navigation),
-            (found.header_embeds, page, EMBED_HOP, True),
-            (found.embeds, base, EMBED_HOP, True),
+            ([found.refresh] if found.refresh else [], base, REDIRECT, True),
+            (found.header_links, page, LINK, navigation),
+            (found.links, base, LINK, navigation),
+            (found.anchors, base, LINK, navigation),
+            (found.header_embeds, page, EMBED, True),
+            (found.embeds, base, EMBED, True),
         )
         links = parsed.links
         seen: set[str] = set()
@@ -435,7 +436,7 @@ def _best(links: list[Outlink], limit: int, own_host: str) -> list[Outlink]:
         same: list[int] = []
         other: list[int] = []
         for index, (url, hop) in enumerate(links):
-            if (hop == EMBED_HOP) is embeds:
+            if (hop == EMBED) is embeds:
                 (same if host_of(url) == own_host else other).append(index)
         for index in chain.from_iterable(zip_longest(same, other)):
             if len(kept) == limit:

@@ -43,21 +43,18 @@ import datetime
 import email.utils
 import math
 import re
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from crawl.config import RecrawlSection, parse_recrawl_overrides
 from drum import NEVER, RECRAWL_FIELDS
 from drum.record import DIGEST_IS_SIMHASH, ETAG_LENGTH_MASK, ETAG_WEAK, pack_etag, unpack_etag
-
-if TYPE_CHECKING:
-    from crawl.config import RecrawlSection
 
 __all__ = [
     "CHANGEFREQ_SECONDS",
     "Observation",
-    "Override",
     "RecrawlSchedule",
     "RecrawlState",
     "Revisit",
@@ -68,7 +65,6 @@ __all__ = [
     "parse_etag",
     "parse_http_date",
     "parse_lastmod",
-    "parse_overrides",
     "states_of_records",
     "store_states",
 ]
@@ -291,55 +287,6 @@ class Revisit:
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class Override:
-    """Bounds of the URLs of a host (and its subdomains when ``host`` starts with ".") or of
-    the URLs a regular expression matches (see ``recrawl.overrides``)."""
-
-    host: str = ""
-    pattern: re.Pattern[str] | None = None
-    min_seconds: float | None = None
-    max_seconds: float | None = None
-    initial_seconds: float | None = None
-
-    def matches(self, url: str, host: str) -> bool:
-        if self.pattern is not None:
-            return self.pattern.search(url) is not None
-        if self.host.startswith("."):
-            return host == self.host[1:] or host.endswith(self.host)
-        return host == self.host
-
-
-_OVERRIDE_KEYS = {"min": "min_seconds", "max": "max_seconds", "initial": "initial_seconds"}
-
-
-def parse_overrides(lines: Iterable[str]) -> tuple[Override, ...]:
-    """Parse ``recrawl.overrides`` lines; raises ValueError naming the bad line."""
-    overrides = []
-    for line in lines:
-        target, *pairs = line.split()
-        if not pairs:
-            raise ValueError(f"{line!r}: expected '<host or re:pattern> key=seconds ...'")
-        values: dict[str, float] = {}
-        for pair in pairs:
-            key, _, text = pair.partition("=")
-            if key not in _OVERRIDE_KEYS:
-                raise ValueError(f"{line!r}: unknown key {key!r} (min, max or initial)")
-            try:
-                seconds = float(text)
-            except ValueError:
-                raise ValueError(f"{line!r}: {key} must be a number of seconds") from None
-            if not 1 <= seconds <= 10 * 365 * 86_400:
-                raise ValueError(f"{line!r}: {key} must be from 1 s to ten years")
-            values[_OVERRIDE_KEYS[key]] = seconds
-        if target.startswith("re:"):
-            try:
-                overrides.append(Override(pattern=re.compile(target[3:]), **values))
-            except re.error as error:
-                raise ValueError(f"{line!r}: bad regular expression: {error}") from None
-        else:
-            overrides.append(Override(host=target.lower(), **values))
-    return tuple(overrides)
 
 
 class RecrawlSchedule:
@@ -347,7 +294,7 @@ class RecrawlSchedule:
 
     def __init__(self, section: RecrawlSection) -> None:
         self.section = section
-        self._overrides = parse_overrides(section.overrides)
+        self._overrides = parse_recrawl_overrides(section.overrides)
         self._drop_bound = 4.0
 
     def bounds(self, url: str) -> tuple[float, float, float]:

@@ -8,7 +8,7 @@ breaks); inline elements (``<a>``, ``<b>``, ``<span>`` ...) join their text to t
 them as written, so ``fa<b>st</b>`` stays one word. Runs of whitespace become one space and the
 result has no leading or trailing space.
 
-:func:`main_text` narrows it to the page's article (what :mod:`crawl.neardup` fingerprints).
+:func:`main_text` narrows it to the page's article (what :mod:`crawl.content.neardup` fingerprints).
 Once a page is parsed, on the synthetic web's pages (``bench/neardup_quality.py``): visible text
 about 35 us a page (0.9 KB pages of links) to 105 us (4.9 KB article pages of the near-duplicate
 profile), main text 55 to 165 us (one walk of the part of the page that holds its paragraphs,
@@ -25,7 +25,7 @@ from itertools import accumulate, islice
 import lxml.etree
 import lxml.html
 
-from crawl.parse import html_document
+from crawl.content.links import html_document
 
 __all__ = [
     "AD_NAMES",
@@ -528,7 +528,7 @@ _TAGS: dict[str, str] = {}
 
 def visible_text_of(body: bytes, encoding: str | None = None) -> str:
     """The visible text of an HTML page given as bytes, parsed as the crawl parses pages
-    (:func:`crawl.parse.html_document`); ``encoding`` is the charset the Content-Type header
+    (:func:`crawl.content.links.html_document`); ``encoding`` is the charset the Content-Type header
     declares, if any. ``""`` for what is no document."""
     try:
         return visible_text(html_document(body, encoding))

@@ -59,14 +59,13 @@ from collections import Counter
 from lxml import etree
 
 from crawl.config import SitemapsSection
+from crawl.http.fetcher import BodyDecoder, BodyError
 
 __all__ = [
     "MAX_LOC_LENGTH",
     "SitemapDocument",
     "SitemapEntry",
-    "is_sitemap_hops",
     "parse_sitemap",
-    "sitemap_level",
     "sitemaps_in_robots",
 ]
 
@@ -86,17 +85,6 @@ _EOL = re.compile(r"\r\n?|\n")
 _ROBOTS_FIELDS = frozenset({"sitemap", "site-map"})
 _CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 _PRIORITY = re.compile(r"[0-9]*\.?[0-9]+|[0-9]+\.")
-
-
-def is_sitemap_hops(hops: str) -> bool:
-    """Whether a URL reached by ``hops`` is a sitemap document (its last hop but redirects
-    is ``S``)."""
-    return hops.rstrip("R").endswith("S")
-
-
-def sitemap_level(hops: str) -> int:
-    """How many sitemap documents deep ``hops`` is below robots.txt (1: named by it)."""
-    return hops.count("S")
 
 
 def sitemaps_in_robots(body: bytes, robots_url: str, limit: int) -> tuple[list[str], int]:
@@ -211,9 +199,6 @@ def _media_type(content_type: str) -> str:
 
 
 def _gunzip(body: bytes, config: SitemapsSection) -> tuple[bytes, str]:
-    # Imported here: the fetcher imports this module's hop rules, and the scope check, which
-    # does too, need not load the HTTP client.
-    from crawl.fetcher import BodyDecoder, BodyError
 
     decoder = BodyDecoder("gzip", config.max_bytes, config.max_decompression_ratio)
     try:

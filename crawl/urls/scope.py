@@ -28,7 +28,6 @@ are bounded in the crawl DB, which knows which URLs are new.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import ipaddress
 import re
@@ -37,11 +36,10 @@ from urllib.parse import urlsplit
 
 from publicsuffixlist import PublicSuffixList
 
-from crawl.sitemaps import is_sitemap_hops
+from crawl.config import FOLLOW_MODES, ScopeSection
+from crawl.hops import REDIRECT, is_sitemap_hops
 
-__all__ = ["FOLLOW_MODES", "UrlPolicy", "registered_domain"]
-
-FOLLOW_MODES = ("any", "host", "domain", "listed")
+__all__ = ["UrlPolicy", "registered_domain"]
 
 _PSL = PublicSuffixList()
 
@@ -65,35 +63,31 @@ def registered_domain(host: str) -> str:
     return _PSL.privatesuffix(host) or host
 
 
-@dataclasses.dataclass(frozen=True)
 class UrlPolicy:
-    """The stateless URL policy (see the module docstring). URLs given to it are normalised."""
+    """The stateless URL policy of a ``scope`` section (see the module docstring). URLs given to
+    it are normalised. Raises ValueError for an unknown ``follow`` mode and re.error for a bad
+    pattern."""
 
-    follow: str = "any"
-    domains: tuple[str, ...] = ()
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    schemes: tuple[str, ...] = ("http", "https")
-    skip_extensions: tuple[str, ...] = ()
-    max_url_length: int = 2048
-    max_depth: int = 0
-    max_path_segments: int = 0
-    max_segment_repeats: int = 0
-    max_query_params: int = 0
-
-    def __post_init__(self) -> None:
-        if self.follow not in FOLLOW_MODES:
-            raise ValueError(f"follow must be one of {', '.join(FOLLOW_MODES)}: {self.follow!r}")
-        for pattern in (*self.include, *self.exclude):
+    def __init__(self, section: ScopeSection = ScopeSection()) -> None:  # noqa: B008 (frozen)
+        if section.follow not in FOLLOW_MODES:
+            raise ValueError(
+                f"follow must be one of {', '.join(FOLLOW_MODES)}: {section.follow!r}")
+        for pattern in (*section.include, *section.exclude):
             re.compile(pattern)  # raises re.error naming the pattern's fault
-        object.__setattr__(self, "_include", _union(self.include))
-        object.__setattr__(self, "_exclude", _union(self.exclude))
-        suffixes = tuple(
-            "." + ext.lower().lstrip(".") for ext in self.skip_extensions if ext.strip(".")
+        self.section = section
+        self.follow = section.follow
+        self.schemes = section.schemes
+        self.max_url_length = section.max_url_length
+        self.max_depth = section.max_depth
+        self.max_path_segments = section.max_path_segments
+        self.max_segment_repeats = section.max_segment_repeats
+        self.max_query_params = section.max_query_params
+        self._include = _union(section.include)
+        self._exclude = _union(section.exclude)
+        self._suffixes = tuple(
+            "." + ext.lower().lstrip(".") for ext in section.skip_extensions if ext.strip(".")
         )
-        object.__setattr__(self, "_suffixes", suffixes)
-        listed = tuple(d.lower().strip(".") for d in self.domains if d.strip("."))
-        object.__setattr__(self, "_listed", listed)
+        self._listed = tuple(d.lower().strip(".") for d in section.domains if d.strip("."))
 
     def check(self, url: str, hops: str = "", via: str = "") -> str | None:
         """The reason ``url`` is rejected, or None when it may enter the crawl. ``hops`` is
@@ -107,7 +101,7 @@ class UrlPolicy:
             return "scope:too-deep"
         host = parts.hostname or ""
         if self.follow != "any":
-            reason = self._follow_reason(host, via, hops.endswith("R"))
+            reason = self._follow_reason(host, via, hops.endswith(REDIRECT))
             if reason:
                 return reason
         path = parts.path

@@ -15,7 +15,7 @@ site's own templates repeat on every page, are worth little), as the crawl knows
 URL is ranked. The process stage lets one link from each other host through its cache of recent
 URLs (:class:`crawl.processing.RecentUrls`), so a page linked from many hosts gathers a link
 from each, not one; several pages of one other domain linking a URL each count, which is why
-the domain budgets of :mod:`crawl.admission` still bound link farms.
+the domain budgets of :mod:`crawl.urls.admission` still bound link farms.
 
 The rank the crawl DB orders URLs by is ``score - depth_penalty x depth`` (depth: hops from a
 seed): among URLs with the same in-links, those nearer the seeds first. The crawl DB hands each
@@ -28,13 +28,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crawl.config import PrioritySection
-from crawl.scope import registered_domain
-from crawl.urls import host_of
+from crawl.hops import SITEMAP_LISTED
+from crawl.urls.normalize import host_of
+from crawl.urls.scope import registered_domain
 
 __all__ = ["ScorePolicy", "rank"]
-
-#: Last hop of a URL listed in a sitemap.
-SITEMAP_HOP = "M"
 
 
 class ScorePolicy:
@@ -52,7 +50,7 @@ class ScorePolicy:
         registered domain of a host is cached)."""
         if not hops:
             return self._seed
-        if hops.endswith(SITEMAP_HOP):
+        if hops.endswith(SITEMAP_LISTED):
             return self._sitemap
         if not via:
             return self._same_domain

@@ -51,6 +51,8 @@ from urllib.parse import unquote
 
 import idna
 
+from crawl.config import UrlsSection
+
 __all__ = [
     "DEFAULT_NORMALIZER",
     "DEFAULT_SESSION_PARAMS",
@@ -59,6 +61,7 @@ __all__ = [
     "UrlError",
     "UrlNormalizer",
     "host_of",
+    "normalization_settings",
     "normalize",
     "parent_directories",
     "resolve",
@@ -74,22 +77,9 @@ MAX_URL_LENGTH = 2048
 # Longer input is rejected before any work (the result is checked against MAX_URL_LENGTH).
 _MAX_INPUT_LENGTH = 4 * MAX_URL_LENGTH
 
-#: Query and path parameters that carry a session id (compared case-insensitively).
-DEFAULT_SESSION_PARAMS = frozenset(
-    {
-        "jsessionid",  # Java servlets
-        "phpsessid",  # PHP
-        "aspsessionid",  # classic ASP
-        "sid",
-        "sessionid",
-        "session_id",
-        "sessid",
-        "cfid",  # ColdFusion
-        "cftoken",
-        "oscsid",  # osCommerce
-        "zenid",  # Zen Cart
-    }
-)
+#: Query and path parameters that carry a session id (compared case-insensitively): the
+#: default of ``urls.strip_params``.
+DEFAULT_SESSION_PARAMS = frozenset(UrlsSection().strip_params)
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _C0_OR_SPACE = "".join(chr(code) for code in range(0x21))
@@ -352,6 +342,11 @@ class UrlNormalizer:
         init=False, repr=False, compare=False, hash=False
     )
 
+    @classmethod
+    def from_section(cls, section: UrlsSection) -> UrlNormalizer:
+        """The normaliser the ``urls`` section describes."""
+        return cls(sort_query=section.sort_query, strip_params=frozenset(section.strip_params))
+
     def __post_init__(self) -> None:
         if isinstance(self.strip_params, str):
             raise TypeError("strip_params: a set of parameter names, not a string")
@@ -496,6 +491,16 @@ class UrlNormalizer:
 
 #: The normaliser with the default rules (query order kept, the default session ids).
 DEFAULT_NORMALIZER = UrlNormalizer()
+
+
+def normalization_settings(section: UrlsSection) -> dict[str, object]:
+    """What a crawl records of its ``urls`` section (with the rules' version), to refuse a
+    resume that would give its URLs other identities."""
+    return {
+        "urls.normalization_version": NORMALIZATION_VERSION,
+        "urls.sort_query": section.sort_query,
+        "urls.strip_params": sorted(name.lower() for name in section.strip_params),
+    }
 
 #: Module-level operations with the default rules.
 normalize = DEFAULT_NORMALIZER.normalize

@@ -5,16 +5,17 @@ timer service is Mercator's back-queue heap). At each wake-up :meth:`HostSchedul
 at the host's state and its fetch in flight, and decides:
 
 1. a finished fetch is collected: the lease is released, the next allowed start computed from
-   the politeness rule and the host's back-off (:func:`crawl.politeness.back_off`: failures in
-   a row, Retry-After, suspension), and the result emitted, unless the fetch failed in a way
+   the politeness rule and the host's back-off (:func:`crawl.frontier.politeness.back_off`: failures
+   in a row, Retry-After, suspension), and the result emitted, unless the fetch failed in a way
    that may pass and the URL has attempts left: then it goes back to the front of the queue,
    to be fetched again when the back-off ends, and nothing is emitted (only a URL's last
    attempt reaches the WARC files, the crawl log and the crawl DB, with its status and reason);
 2. a lease without a fetch in flight is a fetch lost in a failure: its URL goes back to the
    front of the queue (this is the at-least-once window of the design);
 3. before the next allowed start (counted from the end of the previous response, see
-   :mod:`crawl.politeness`), nothing happens but a new wake-up at that time (unless robots.txt
-   is out of attempts: recording the queue as denied needs no request and is done at once);
+   :mod:`crawl.frontier.politeness`), nothing happens but a new wake-up at that time (unless
+   robots.txt is out of attempts: recording the queue as denied needs no request and is done at
+   once);
 4. robots.txt is fetched first whenever the host has none or it has expired; when it is
    unavailable (5xx, 429, no answer) the queue waits and robots.txt is fetched again as the
    back-off allows, ``robots.unavailable_attempts`` times in a row in all, before the queued URLs
@@ -39,11 +40,10 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from crawl.budget import PageBudget
 from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
-from crawl.frontier import HostQueue, MapStore, QueueEntry
-from crawl.model import FetchResult
-from crawl.politeness import (
+from crawl.frontier.budget import PageBudget
+from crawl.frontier.host_queue import HostQueue, MapStore, QueueEntry
+from crawl.frontier.politeness import (
     Signal,
     back_off,
     classify,
@@ -51,7 +51,9 @@ from crawl.politeness import (
     next_allowed_start_ms,
     poll_delay_ms,
 )
-from crawl.robots import RobotsPolicy, RobotsRecord, record_from_fetch, robots_url
+from crawl.frontier.robots import RobotsPolicy, RobotsRecord, record_from_fetch, robots_url
+from crawl.hops import PREREQUISITE
+from crawl.model import FetchResult
 from crawl.status import Status
 
 __all__ = [
@@ -91,7 +93,7 @@ class HostState:
     lease_kind: str = ""
     lease_payload: str = ""
     lease_started_ms: int = 0
-    #: Consecutive failures of the host (see :func:`crawl.politeness.back_off`).
+    #: Consecutive failures of the host (see :func:`crawl.frontier.politeness.back_off`).
     failures: int = 0
 
 
@@ -167,7 +169,7 @@ class FetchOrder:
     kind: str
     hops: str
     via: str
-    #: A revisit's encoded recrawl state (:mod:`crawl.recrawl`): its validators make the
+    #: A revisit's encoded recrawl state (:mod:`crawl.crawldb.recrawl`): its validators make the
     #: request conditional.
     recrawl: list | None = None
 
@@ -245,7 +247,7 @@ class HostScheduler:
         """Decide what ``host`` does now; ``state`` is updated in place (caller saves it).
 
         ``hold_until_ms``: no request starts before then whatever the host's own clock says
-        (its politeness group's clock, :class:`crawl.politeness.PolitenessGroups`)."""
+        (its politeness group's clock, :class:`crawl.frontier.politeness.PolitenessGroups`)."""
         wake = Wake()
         if in_flight is not None:
             if not in_flight.done():
@@ -274,7 +276,7 @@ class HostScheduler:
         ):
             url = robots_url(host)
             self._lease(state, LEASE_ROBOTS, url, now_ms)
-            wake.start = FetchOrder(url, LEASE_ROBOTS, "P", "")
+            wake.start = FetchOrder(url, LEASE_ROBOTS, PREREQUISITE, "")
             return wake
 
         policy = self.policy(host, state.robots)
@@ -376,7 +378,7 @@ class HostScheduler:
             state.robots = record_from_fetch(
                 result.http_status, result.body, result.reason, now_ms, self._robots
             )
-            result.hops = "P"
+            result.hops = PREREQUISITE
             crawl_delay = self.policy(host, state.robots).crawl_delay_seconds
         elif state.robots is not None:
             crawl_delay = self.policy(host, state.robots).crawl_delay_seconds

@@ -4,7 +4,7 @@ What the crawl job calls for each HTML page it archives, without Flink:
 
 1. :func:`fingerprint` (or :func:`fingerprint_text`): the 64-bit simhash of the page's
    features, with how many there are. The features are the distinct words of the page's main
-   text (:func:`crawl.text.main_text`: the article without the site's navigation, notices,
+   text (:func:`crawl.content.text.main_text`: the article without the site's navigation, notices,
    footer, link lists and advertisements), lower-cased, without dates and words holding a
    digit (dates, times, counters change from copy to copy). See "Choice of features" below.
 2. :meth:`NearDuplicateDetector.check`: whether an earlier capture of another URL has a
@@ -22,7 +22,7 @@ its edited groups have besides one to four words of the article changed per copy
 share a host's boilerplate and nothing else. The first three rows were measured on edited
 copies alone (without advertisements), before the groups existed:
 
-- word 3-shingles of the whole visible text (:func:`crawl.simhash.text_features`): recall 0:
+- word 3-shingles of the whole visible text (:func:`crawl.content.simhash.text_features`): recall 0:
   the boilerplate differs between hosts more than the article does;
 - word 3-shingles of the main text: precision 1, recall about 0.2; no unrelated pair within
   distance 10. Each changed word changes three shingles: a 1 % edit is already 3 bits away;
@@ -40,7 +40,7 @@ is 64 x angle / pi); copies that differ by several words in a few hundred are be
 whatever the features, unless common features dominate and precision goes.
 
 Memory: about 100 bytes a judged page at the defaults (the index's 80, see
-:class:`~crawl.simhash.SimhashIndex`, and 16 for the capture id and URL key), at most
+:class:`~crawl.content.simhash.SimhashIndex`, and 16 for the capture id and URL key), at most
 ``capacity`` pages. When full, ``when_full="evict"`` (the default) forgets the older half of
 the pages at once (:attr:`NearDuplicateDetector.evicted` counts them): the index is kept in two
 generations of ``capacity / 2`` pages, the older dropped when the newer fills. ``"stop"`` keeps
@@ -59,8 +59,8 @@ from typing import Literal, NamedTuple
 
 import lxml.etree
 
-from crawl.simhash import SimhashIndex, simhash
-from crawl.text import main_text
+from crawl.content.simhash import SimhashIndex, simhash
+from crawl.content.text import main_text
 
 __all__ = [
     "MIN_FEATURES",
@@ -177,7 +177,7 @@ def url_key(url: str) -> int:
 class NearDuplicateDetector:
     """The near-duplicates among pages seen one after another (see the module docstring).
 
-    ``k``, ``blocks``: of the :class:`~crawl.simhash.SimhashIndex`; ``capacity``: most pages
+    ``k``, ``blocks``: of the :class:`~crawl.content.simhash.SimhashIndex`; ``capacity``: most pages
     held; ``when_full``: ``"evict"`` the older half, or ``"stop"`` adding; ``min_features``:
     fewest features of a judged page. Not thread-safe; one per parallel instance of the job's
     operator (each sees only the pages routed to it).

@@ -17,7 +17,7 @@ million pages, ``BENCHMARKS.md``). :class:`NearJudge` answers each query with:
   (``nearDuplicateOf``, ``hammingDistance``, ``simhash``), which the stage writes to WARC files
   of its own.
 
-Its memory is :class:`crawl.neardup.NearDuplicateDetector`'s (at most ``neardup.capacity``
+Its memory is :class:`crawl.content.neardup.NearDuplicateDetector`'s (at most ``neardup.capacity``
 pages, the older half forgotten when full) plus each page's URL; :meth:`NearJudge.entries`
 is what the operator keeps in keyed state to rebuild it after a restore.
 """
@@ -30,8 +30,8 @@ from collections import deque
 from collections.abc import Iterable
 
 from crawl.config import NearDupSection
-from crawl.loop import DoneEvent, FoundUrl, encode_line, group_by_vnode
-from crawl.neardup import Fingerprint, NearDuplicateDetector
+from crawl.content.neardup import Fingerprint, NearDuplicateDetector
+from crawl.loop.records import DoneEvent, FoundUrl, encode_line, group_by_vnode
 
 __all__ = ["NearJudge", "NearQuery", "NearVerdict"]
 

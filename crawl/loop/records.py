@@ -9,14 +9,15 @@ One loop line carries everything one page produced for one virtual node::
                  "hint": [[url, seconds], ...],
                  "lastmod": [[url, seconds since the epoch], ...]}
 
-``rescore`` and ``near`` come from the near-duplicate stage (:mod:`crawl.near_judge`): a URL a
-near-duplicate page linked gets ``weight`` (negative) times what that link added to its score
+``rescore`` and ``near`` come from the near-duplicate stage (:mod:`crawl.content.near_judge`): a URL
+a near-duplicate page linked gets ``weight`` (negative) times what that link added to its score
 once more (the link counts less), and a page found to be a near-duplicate of an earlier
 capture is marked so in the crawl DB.
 
 A done event of a continuous crawl (``recrawl.enabled``) has a sixth item, the revisit: the
-recrawl state the URL was fetched with and what the fetch saw (:class:`crawl.recrawl.Revisit`,
-encoded), from which the crawl DB computes its next fetch time.
+recrawl state the URL was fetched with and what the fetch saw
+(:class:`crawl.crawldb.recrawl.Revisit`, encoded), from which the crawl DB computes its next fetch
+time.
 
 ``hint`` gives found URLs a recrawl interval hint (a sitemap's ``changefreq``), which a
 continuous crawl starts their schedule with; ``lastmod`` the time a sitemap says their content
@@ -44,11 +45,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from crawl.scope import registered_domain
-from crawl.urls import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, host_of, vnode_of
+from crawl.urls.normalize import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, host_of, vnode_of
+from crawl.urls.scope import registered_domain
 
 if TYPE_CHECKING:
-    from crawl.scope import UrlPolicy
+    from crawl.urls.scope import UrlPolicy
 
 __all__ = [
     "DoneEvent",
@@ -71,7 +72,7 @@ __all__ = [
 #: A discovered URL: (url, hop path from its seed, the URL that led here).
 FoundUrl = tuple[str, str, str]
 #: A fetch outcome: (url, status name, HTTP status, reason, time in ms), and in a continuous
-#: crawl the encoded :class:`crawl.recrawl.Revisit` as a sixth item.
+#: crawl the encoded :class:`crawl.crawldb.recrawl.Revisit` as a sixth item.
 DoneEvent = tuple[str, str, int, str, int] | tuple[str, str, int, str, int, dict]
 #: A change of a found link's worth: (url, hops, via, weight of that link's score to add).
 Rescore = tuple[str, str, str, float]

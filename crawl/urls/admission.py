@@ -34,8 +34,8 @@ from collections.abc import Iterable
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from crawl.scope import registered_domain
-from crawl.urls import host_of
+from crawl.urls.normalize import host_of
+from crawl.urls.scope import registered_domain
 
 __all__ = ["Admission", "CachedStore", "CounterStore", "MemoryStore", "url_shape"]
 

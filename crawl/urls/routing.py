@@ -232,7 +232,7 @@ class FetchRouter:
         self._cache: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._cache_size = cache_size
         if mode == "domain":
-            from crawl.scope import registered_domain  # scope imports config, as this does
+            from crawl.urls.scope import registered_domain  # scope imports config, as this does
 
             self._domain_of = registered_domain
 

@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from crawl.archive.warc import escape_uri, iso_timestamp_ms, sha1_digest, wall_clock_ms
 from crawl.model import FetchResult
 from crawl.status import Status, crawl_log_code
-from crawl.warc_writer import escape_uri, iso_timestamp_ms, sha1_digest, wall_clock_ms
 
 __all__ = ["COLUMNS", "CrawlLogWriter", "format_line", "format_result_line", "parse_line"]
 

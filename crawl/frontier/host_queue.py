@@ -6,10 +6,12 @@ would be rewritten whole on every pop). The store is anything with ``get``/``put
 Flink's ``MapState`` in the job, a ``dict`` wrapper in tests.
 
 A payload is a :class:`QueueEntry` as compact JSON: ``[url, hops, via]`` as the crawl DB sends
-it without priority, ``[url, hops, via, attempts, rank]`` with its rank (:mod:`crawl.priority`),
+it without priority, ``[url, hops, via, attempts, rank]`` with its rank
+(:mod:`crawl.urls.priority`),
 ``[url, hops, via, attempts, rank, recrawl]`` for a revisit (its recrawl state,
-:mod:`crawl.recrawl`), or with ``attempts`` (failed attempts so far; see
-:mod:`crawl.politeness`) for a URL put back to be fetched again after a failure that may pass.
+:mod:`crawl.crawldb.recrawl`), or with ``attempts`` (failed attempts so far; see
+:mod:`crawl.frontier.politeness`) for a URL put back to be fetched again after a failure that may
+pass.
 
 With priority, the crawl DB hands a host only a few URLs at a time, and
 :meth:`HostQueue.push_ranked` keeps that short queue best rank first (URLs put back for a retry

@@ -8,7 +8,7 @@ Three layers, each usable alone:
   record identity are injected, so the bytes it produces are reproducible in tests.
 - :func:`encode_records` serialises records with warcio, each as its own gzip member.
 - :class:`WarcFileWriter` appends record pairs to rolling ``.warc.gz`` files of one subtask,
-  and writes each completed file's CDXJ index next to it (:mod:`crawl.cdxj`);
+  and writes each completed file's CDXJ index next to it (:mod:`crawl.archive.cdxj`);
   :func:`recover_open_files` finalises files a crashed writer left behind, and
   :func:`verify_warc_file` reads a file back and checks every record.
 
@@ -65,7 +65,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawl.cdxj import INDEX_PART_SUFFIX, FileIndex, cdxj_line, mime_of, remove_index_parts
+from crawl.archive.cdxj import INDEX_PART_SUFFIX, FileIndex, cdxj_line, mime_of, remove_index_parts
 from crawl.model import FetchResult
 
 __all__ = [
@@ -799,8 +799,8 @@ def recover_open_files(directory: str | os.PathLike[str], prefix: str | None = N
     or does not hold whole, digest-correct records, then renamed to its final name. A file
     left with no record besides warcinfo is deleted. A file whose final name already exists
     is left alone and reported with ``final_path=None``. The index parts of a file being
-    written (:class:`crawl.cdxj.FileIndex`) are removed: the file has no index until
-    :func:`crawl.cdxj.build_index` makes one by reading it. Filter by ``prefix`` and
+    written (:class:`crawl.archive.cdxj.FileIndex`) are removed: the file has no index until
+    :func:`crawl.archive.cdxj.build_index` makes one by reading it. Filter by ``prefix`` and
     ``subtask_index`` so as not to touch files that live writers of other subtasks are
     writing. Safe to run again after a crash during recovery. O(total size of the files).
     """

@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from crawl.crawl_log import parse_line
-from crawl.urls import host_of
+from crawl.archive.crawl_log import parse_line
+from crawl.hops import is_prerequisite
+from crawl.urls.normalize import host_of
 
 __all__ = ["CrawlSummary", "summarise_crawl_logs"]
 
@@ -151,7 +152,7 @@ def summarise_crawl_logs(paths: Iterable[str | Path], since_ms: int = 0) -> Craw
                     continue
                 status = entry["status"].value
                 size = entry.get("size") or 0
-                if entry.get("hops", "").endswith("P"):
+                if is_prerequisite(entry.get("hops", "")):
                     summary.robots_fetches += 1
                     summary.bytes += size
                     continue

@@ -16,7 +16,7 @@ life of a crawl, like the vnode count, and bounds the crawl DB's parallelism.
 Operations, in the order the loop delivers them:
 
 * a **found** URL (a link, a seed, a redirect target): ``check_update`` with an UNFETCHED
-  record (depth = its hops, score = what this discovery is worth: :mod:`crawl.priority`).
+  record (depth = its hops, score = what this discovery is worth: :mod:`crawl.urls.priority`).
   The merge that answers it says whether the URL was new; a new URL is handed to the frontier
   once (invariant 2 of the design: nothing is fetched twice): at once without priority, else
   by a release (below);
@@ -46,7 +46,7 @@ Answers come in bulk, when a merge runs: when the buffer is full, or at the late
 The payload stored with a URL's key is ``url \\n hops \\n via`` (the discovery path and the
 referring URL), so the frontier gets what the crawl log needs from the DRUM's answer alone.
 
-**Revisits** (``recrawl.enabled``, :mod:`crawl.recrawl`): a done event carries the recrawl
+**Revisits** (``recrawl.enabled``, :mod:`crawl.crawldb.recrawl`): a done event carries the recrawl
 state its URL was fetched with and what the fetch saw; the schedule computes the URL's next
 fetch time and new state, which go into the outcome record. A release takes due revisits with
 new URLs (within ``recrawl.refresh_share``, most overdue first) and hands each out with its
@@ -71,9 +71,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crawl.admission import Admission
 from crawl.config import CrawlDbSection, PrioritySection, RecrawlSection
-from crawl.loop import (
+from crawl.crawldb.recrawl import RecrawlSchedule, Revisit, states_of_records, store_states
+from crawl.loop.records import (
     Announcement,
     DoneEvent,
     IntervalHint,
@@ -82,10 +82,10 @@ from crawl.loop import (
     Rescore,
     parse_record,
 )
-from crawl.priority import ScorePolicy, rank
-from crawl.recrawl import RecrawlSchedule, Revisit, states_of_records, store_states
 from crawl.status import Status
-from crawl.urls import host_of
+from crawl.urls.admission import Admission
+from crawl.urls.normalize import host_of
+from crawl.urls.priority import ScorePolicy, rank
 from drum import (
     CHECK_UPDATE,
     NO_DEPTH,
@@ -576,7 +576,7 @@ class CrawlDbPartition:
 
     def _schedule_outcomes(self, kept: Sequence[DoneEvent], values: np.ndarray, answer: Answer
                            ) -> None:
-        """Each outcome's next fetch time and recrawl state (:mod:`crawl.recrawl`), in
+        """Each outcome's next fetch time and recrawl state (:mod:`crawl.crawldb.recrawl`), in
         ``values``."""
         schedule = self._schedule
         states = []

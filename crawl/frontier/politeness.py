@@ -57,7 +57,7 @@ __all__ = [
     "retry_after_ms",
 ]
 
-#: Reason prefixes of fetches that got no usable connection (crawl/fetcher.py's vocabulary).
+#: Reason prefixes of fetches that got no usable connection (crawl/http/fetcher.py's vocabulary).
 CONNECTION_FAILURES = ("timeout:", "connect:", "dns:")
 #: The consecutive-failure count saturates here (it is kept in a 32-bit state field).
 MAX_FAILURES = 1_000_000
@@ -290,7 +290,7 @@ class _Group:
 class PolitenessGroups:
     """One politeness clock for all the hosts of a group (``politeness.group_by: domain`` or
     ``ip``), kept by the fetch subtask that fetches the group (the fetch stage's keys put every
-    host of a group in one subtask: :mod:`crawl.routing`).
+    host of a group in one subtask: :mod:`crawl.urls.routing`).
 
     The hosts keep their own clocks too; on top of them a host may start a request only when
     no other host of its group has one in flight and the group's spacing since the last
@@ -348,7 +348,7 @@ class DomainQuota:
     that the quota holds over every interval of that length, as a server's log would show it.
 
     Kept by the fetch subtask that fetches the domain (the fetch keys keep a domain's hosts in
-    one subtask: :mod:`crawl.routing`), in memory: the start times within the window, at most
+    one subtask: :mod:`crawl.urls.routing`), in memory: the start times within the window, at most
     ``pages`` per domain, forgotten as they leave it; after a restore a domain's count starts
     again from zero. robots.txt requests are not counted (they are not pages), but a domain
     whose quota is used up makes all its hosts wait.

@@ -1,0 +1,52 @@
+"""Hop codes: how a URL was reached, one letter per step from a seed (Heritrix's hop path).
+
+A URL's hops are the letters of every step from its seed (``""`` for a seed itself), the last
+one the step that found it. They travel with the URL through the loop, the frontier and the
+fetch, and end in the crawl log and the WARC metadata record.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EMBED",
+    "INFERRED",
+    "LINK",
+    "PREREQUISITE",
+    "REDIRECT",
+    "SITEMAP",
+    "SITEMAP_LISTED",
+    "is_prerequisite",
+    "is_sitemap_hops",
+    "sitemap_level",
+]
+
+#: A navigation link (``<a href>``, ``<area>``, ``<link>``, a ``Link:`` header).
+LINK = "L"
+#: An embed: what a browser loads with the page (images, scripts, stylesheets, frames).
+EMBED = "E"
+#: A redirect's ``Location:`` or a meta refresh.
+REDIRECT = "R"
+#: A prerequisite of its host: robots.txt.
+PREREQUISITE = "P"
+#: A URL inferred from another: a directory above a fetched page (``scope.path_ascending``).
+INFERRED = "I"
+#: A sitemap document, named by robots.txt or by a sitemap index.
+SITEMAP = "S"
+#: A URL a sitemap lists.
+SITEMAP_LISTED = "M"
+
+
+def is_prerequisite(hops: str) -> bool:
+    """Whether ``hops`` reached a robots.txt (its last hop is ``P``)."""
+    return hops.endswith(PREREQUISITE)
+
+
+def is_sitemap_hops(hops: str) -> bool:
+    """Whether a URL reached by ``hops`` is a sitemap document (its last hop but redirects
+    is ``S``)."""
+    return hops.rstrip(REDIRECT).endswith(SITEMAP)
+
+
+def sitemap_level(hops: str) -> int:
+    """How many sitemap documents deep ``hops`` is below robots.txt (1: named by it)."""
+    return hops.count(SITEMAP)
