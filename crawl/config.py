@@ -98,7 +98,7 @@ class UserAgentSection:
 
 @dataclasses.dataclass(frozen=True)
 class PolitenessSection:
-    """Spacing of requests to one host (invariant 3 of the design)."""
+    """Spacing of requests to one host (invariant 3, ARCHITECTURE.md)."""
 
     delay_seconds: float = 1.0
     max_crawl_delay_seconds: float = 30.0
@@ -261,7 +261,7 @@ class FetchSection:
 
 @dataclasses.dataclass(frozen=True)
 class RobotsSection:
-    """robots.txt caching (invariant 4 of the design)."""
+    """robots.txt caching (invariant 4, ARCHITECTURE.md)."""
 
     ttl_seconds: float = 86400.0
     unavailable_retry_seconds: float = 600.0

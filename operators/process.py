@@ -7,8 +7,8 @@ as a revisit record. Input: :class:`~crawl.model.FetchResult`. Output: loop line
 for the loop sink, and with near-duplicate detection on, a query per archived HTML page for
 the near-duplicate stage (side output; the page's outcome travels with it). Each subtask
 writes its own rolling WARC files and its own crawl log; on start it first finalises the
-``.open`` WARC files its previous attempt left (invariant 6), so no file is left unreadable.
-The work is :class:`crawl.processing.PageProcessor`'s.
+``.open`` WARC files its previous attempt left (invariant 6, ARCHITECTURE.md), so no file is left
+unreadable. The work is :class:`crawl.processing.PageProcessor`'s.
 """
 
 from __future__ import annotations

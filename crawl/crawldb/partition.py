@@ -18,7 +18,7 @@ Operations, in the order the loop delivers them:
 * a **found** URL (a link, a seed, a redirect target): ``check_update`` with an UNFETCHED
   record (depth = its hops, score = what this discovery is worth: :mod:`crawl.urls.priority`).
   The merge that answers it says whether the URL was new; a new URL is handed to the frontier
-  once (invariant 2 of the design: nothing is fetched twice): at once without priority, else
+  once (invariant 2, ARCHITECTURE.md: nothing is fetched twice): at once without priority, else
   by a release (below);
 * a **done** event (a fetch outcome): ``update`` with the outcome (status, HTTP status,
   reason, time); attempts and failures are counted, the newest outcome wins;
@@ -54,8 +54,8 @@ state; the partition wakes itself when the earliest URL comes due. Without recra
 outcome is final. A major merge moves URLs done for good (an outcome never due again: fetched
 without recrawl, retired, rejected) to archived sets, where they stay "seen".
 
-Checkpoint consistency (``../DESIGN.md``): after every call the operator stores
-:meth:`CrawlDbPartition.take_state` in keyed state: the manifest (which immutable files make
+Checkpoint consistency (ARCHITECTURE.md, "State and checkpoints"): after every call the operator
+stores :meth:`CrawlDbPartition.take_state` in keyed state: the manifest (which immutable files make
 the DRUM), the journal (operations not merged yet) and the history of dropped files (for
 garbage collection). Restoring from any retained checkpoint's values gives back exactly the
 DRUM of that checkpoint; files are deleted only when no retained checkpoint can refer to them.

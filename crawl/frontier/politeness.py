@@ -1,4 +1,4 @@
-"""Politeness: when the next request to a host may start (invariant 3 of the design).
+"""Politeness: when the next request to a host may start (invariant 3, ARCHITECTURE.md).
 
 A host has at most one request in flight (the fetch stage keeps one lease per host), and the
 next request starts ``max(configured delay, robots Crawl-delay, K x last response time)`` after

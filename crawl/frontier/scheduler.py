@@ -11,7 +11,7 @@ at the host's state and its fetch in flight, and decides:
    to be fetched again when the back-off ends, and nothing is emitted (only a URL's last
    attempt reaches the WARC files, the crawl log and the crawl DB, with its status and reason);
 2. a lease without a fetch in flight is a fetch lost in a failure: its URL goes back to the
-   front of the queue (this is the at-least-once window of the design);
+   front of the queue (the at-least-once window of invariant 2, ARCHITECTURE.md);
 3. before the next allowed start (counted from the end of the previous response, see
    :mod:`crawl.frontier.politeness`), nothing happens but a new wake-up at that time (unless
    robots.txt is out of attempts: recording the queue as denied needs no request and is done at
