@@ -491,11 +491,10 @@ class PrioritySection:
     #: Rank URLs and release each host's best few at a time (False: every new URL goes to the
     #: frontier at once, in discovery order). Fixed for the life of a crawl.
     enabled: bool = True
+    #: The cash (importance) a seed brings into the crawl...
     seed_boost: float = 10.0
+    #: ...and a sitemap a robots.txt names (split over its entries as a page's over its links).
     sitemap_boost: float = 1.0
-    other_domain_link: float = 1.0
-    same_domain_link: float = 0.1
-    depth_penalty: float = 0.1
     #: URLs of one host handed to the frontier and not fetched yet, at most.
     host_window: int = 16
     #: URLs one crawl DB partition releases at most per release, best first.
@@ -512,8 +511,7 @@ class PrioritySection:
     release_window: int = 20_000
 
     def _validate(self) -> None:
-        for key in ("seed_boost", "sitemap_boost", "other_domain_link", "same_domain_link",
-                    "depth_penalty"):
+        for key in ("seed_boost", "sitemap_boost"):
             _check(self, "priority", key, _non_negative, "a number >= 0")
         _check(self, "priority", "host_window", lambda v: 1 <= v <= 100_000,
                "an integer from 1 to 100000")
@@ -783,6 +781,22 @@ def parse_override(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+#: Keys earlier versions had, and why they are gone (a file that still sets one is refused
+#: with the reason, rather than crawling differently than its author meant).
+RETIRED_KEYS = {
+    f"priority.{key}": "links no longer add fixed amounts to a URL's score: each fetched page "
+    "passes its own importance on, split over its links (see priority in conf/crawler.yaml); "
+    "remove the key"
+    for key in ("other_domain_link", "same_domain_link", "depth_penalty")
+}
+
+
+def _refuse_retired(dotted: str) -> None:
+    reason = RETIRED_KEYS.get(dotted)
+    if reason is not None:
+        raise ConfigError(f"{dotted}: no longer a setting: {reason}")
+
+
 def load_config(
     path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
 ) -> Config:
@@ -808,6 +822,11 @@ def load_config(
         raw = {str(k): v for k, v in loaded.items()}
 
     merged: dict[str, dict[str, Any]] = {}
+    for name, values in raw.items():
+        for key in values if isinstance(values, dict) else ():
+            _refuse_retired(f"{name}.{key}")
+    for dotted in overrides or {}:
+        _refuse_retired(dotted)
     sections = {field.name: field.type for field in dataclasses.fields(Config)}
     section_classes = typing.get_type_hints(Config)
     for name, values in raw.items():

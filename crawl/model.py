@@ -51,6 +51,9 @@ class FetchResult:
     #: A revisit's recrawl state as the crawl DB handed it out (the encoded
     #: :class:`crawl.crawldb.recrawl.RecrawlState`; None for a first fetch or without recrawl).
     recrawl: list | None = None
+    #: The URL's cash when the crawl DB released it (:mod:`crawl.urls.priority`): what the page
+    #: passes on to the URLs it leads to (0 without priority).
+    cash: float = 0.0
 
     def header(self, name: str) -> str | None:
         """The first response header called ``name`` (case-insensitive), or None."""

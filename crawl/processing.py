@@ -30,6 +30,8 @@ last capture; it has no links (they were taken from that capture).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 from crawl.archive.crawl_log import CrawlLogWriter
@@ -69,11 +71,12 @@ from crawl.hops import (
     sitemap_level,
 )
 from crawl.http.fetcher import NOT_MODIFIED
-from crawl.loop.records import DoneEvent, FoundUrl, encode_line, group_by_vnode, url_vnode
+from crawl.loop.records import DoneEvent, FoundUrl, encode_line, url_vnode
 from crawl.model import FetchResult
 from crawl.progress import StageStatus
 from crawl.status import Status
 from crawl.urls.normalize import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
+from crawl.urls.priority import CASH_DIGITS, link_cash
 from crawl.urls.scope import UrlPolicy
 
 __all__ = [
@@ -85,19 +88,43 @@ __all__ = [
 ]
 
 class RecentUrls:
-    """URLs this subtask sent to the crawl DB lately: a bounded set in two generations.
+    """URLs this subtask sent to the crawl DB lately: a bounded set in two generations, and the
+    cash their repeats brought meanwhile.
 
     Mercator's lesson: most links point to a few popular pages, so a small cache in front of
     the URL-seen test drops most repeats before they cost a loop record and a state lookup.
-    (A link from another host is remembered with that host: each host's link counts for the
-    linked page's priority.)
+    What a dropped repeat brings to its URL's cash (:mod:`crawl.urls.priority`) is held and
+    sent as one found URL per URL at most every ``hold_seconds``: a popular page gets the cash
+    of every link to it in a few records. Held cash lives in memory only (a failure loses at
+    most ``hold_seconds`` of it: an estimate, not a record).
     Holds between ``capacity / 2`` and ``capacity`` URLs; lookups and inserts are O(1).
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, hold_seconds: float = 1.0) -> None:
         self._half = max(1, capacity // 2) if capacity > 0 else 0
         self._current: set[str] = set()
         self._previous: set[str] = set()
+        self._held: dict[str, tuple[FoundUrl, float]] = {}
+        self._hold_seconds = hold_seconds
+        self._last_release: float | None = None
+
+    def hold(self, item: FoundUrl, cash: float) -> None:
+        """Keep the cash a dropped repeat of ``item``'s URL brought, to send later. O(1)."""
+        if cash <= 0:
+            return
+        held = self._held.get(item[0])
+        self._held[item[0]] = (held[0] if held else item, (held[1] if held else 0.0) + cash)
+
+    def release(self, now: float) -> list[tuple[FoundUrl, float]]:
+        """The held cash, per URL with the first repeat's hops and via, once ``hold_seconds``
+        passed since the last release (else nothing); forgets it."""
+        if self._last_release is None:
+            self._last_release = now
+        if not self._held or now - self._last_release < self._hold_seconds:
+            return []
+        self._last_release = now
+        held, self._held = list(self._held.values()), {}
+        return held
 
     def add(self, url: str) -> bool:
         """Remember ``url``; False if it was already remembered (a repeat to drop)."""
@@ -169,6 +196,7 @@ class PageProcessor:
         near_duplicates: bool = False,
         recrawl: bool = False,
         change_features: int = 0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
@@ -177,6 +205,7 @@ class PageProcessor:
         self._producer_id = producer_id
         self._lines = 0
         self._recent = RecentUrls(recent_urls)
+        self._clock = clock
         self._policy = policy
         self._normalizer = normalizer
         self._sitemaps = sitemaps if sitemaps is not None and sitemaps.enabled else None
@@ -198,6 +227,7 @@ class PageProcessor:
         #: encoded) made by :meth:`process`; the caller takes them.
         self.near_queries: list[str] = []
         self._sent: list[FoundUrl] = []
+        self._sent_cash: list[float] = []
 
     def process(self, result: FetchResult) -> list[str]:
         """Handle one outcome; returns the loop lines it produces."""
@@ -257,7 +287,7 @@ class PageProcessor:
             self._log.log(result, payload_digest=digest)
         if robots:
             status.count(f"robots.{result.status.value}")
-            return self._route(found, None, "") if found else []
+            return self._route(found, None, "", 0.0)
         status.count(f"pages.{result.status.value}")
         # A continuous crawl's two rates: first fetches (discovery) and refetches (refresh).
         status.count("fetches.refresh" if is_refetch(result.recrawl) else "fetches.discovery")
@@ -268,46 +298,75 @@ class PageProcessor:
             result.reason,
             result.started_ms,
         )
+        revisit = None
         if self._recrawl:
             simhash = None
             if (self._change_features and fingerprint is not None
                     and fingerprint.features >= self._change_features):
                 simhash = fingerprint.value
-            done = (*done, _revisit(result, digest, simhash).encode())
+            revisit = _revisit(result, digest, simhash).encode()
+        # The page passes its cash on to what it leads to: the outcome takes it out of its
+        # record (cash that came while it was being fetched stays for its next visit).
+        spent = result.cash if found and result.cash > 0 else 0.0
+        if spent:
+            done = (*done, revisit, spent)
+        elif revisit is not None:
+            done = (*done, revisit)
         if not near_query or fingerprint is None or self._warc.last_capture is None:
-            return self._route(found, done, result.url)
+            return self._route(found, done, result.url, result.cash)
         # The page's outcome goes with the query: the near-duplicate stage sends it on with
         # its verdict, so both reach the crawl DB together.
-        lines = self._route(found, None, result.url)
+        lines = self._route(found, None, result.url, result.cash)
         capture = self._warc.last_capture
         self.near_queries.append(NearQuery(
             result.url, url_vnode(result.url, self._vnodes), done, fingerprint.value,
             fingerprint.features, capture.record_id, capture.warc_date, self._sent,
+            self._sent_cash,
         ).encode())
         status.count("neardup.queries")
         return lines
 
-    def _route(self, found: list[FoundUrl], done: DoneEvent | None, own_url: str) -> list[str]:
+    def _route(self, found: list[FoundUrl], done: DoneEvent | None, own_url: str,
+               cash: float) -> list[str]:
         """Loop lines for ``found`` (after the recent-URL cache and the policy) grouped by
-        vnode, with ``done`` (the page's own outcome) in the line of its own vnode."""
+        vnode, each URL with its share of the page's ``cash``, with ``done`` (the page's own
+        outcome) in the line of its own vnode; and the cash held for URLs found lately."""
         status = self._status
         status.count("links.found", len(found))
+        share = link_cash(cash, len(found))
         # A URL a sitemap gives a lastmod for goes to the crawl DB even when found lately: the
         # date may announce new content of a known URL.
         lastmods = self._lastmods
-        fresh = [item for item in found
-                 if self._recent.add(_recent_key(item)) or item[0] in lastmods]
+        recent = self._recent
+        fresh = []
+        for item in found:
+            if recent.add(item[0]) or item[0] in lastmods:
+                fresh.append(item)
+            else:
+                recent.hold(item, share)
         if len(fresh) < len(found):
             status.count("links.recent", len(found) - len(fresh))
-            found = fresh
+        found, amounts = fresh, [share] * len(fresh)
         if self._policy is not None and found:
-            found = self._admitted(found)
-        self._sent = found
-        groups = group_by_vnode(found, self._vnodes)
+            found, amounts = self._admitted(found, amounts)
+        self._sent, self._sent_cash = found, amounts
+        held = recent.release(self._clock())
+        if held:
+            status.count("links.held_cash", len(held))
+            extra = [item for item, _ in held]
+            extra_cash = [float(f"{amount:.{CASH_DIGITS}g}") for _, amount in held]
+            if self._policy is not None:
+                extra, extra_cash = self._admitted(extra, extra_cash)
+            found, amounts = found + extra, amounts + extra_cash
+        groups: dict[int, tuple[list[FoundUrl], list[float]]] = {}
+        for item, amount in zip(found, amounts, strict=True):
+            group = groups.setdefault(url_vnode(item[0], self._vnodes), ([], []))
+            group[0].append(item)
+            group[1].append(amount)
         own_vnode = -1
         if done is not None:
             own_vnode = url_vnode(own_url, self._vnodes)
-            groups.setdefault(own_vnode, [])
+            groups.setdefault(own_vnode, ([], []))
         if not groups:
             return []
         hints = self._hints
@@ -315,6 +374,7 @@ class PageProcessor:
             encode_line(
                 vnode,
                 found=group,
+                cash=group_cash,
                 done=[done] if vnode == own_vnode else (),
                 line_id=self._next_line_id(),
                 hint=[(url, hints[url]) for url, _, _ in group if url in hints] if hints
@@ -322,22 +382,25 @@ class PageProcessor:
                 lastmod=[(url, lastmods[url]) for url, _, _ in group if url in lastmods]
                 if lastmods else (),
             )
-            for vnode, group in groups.items()
+            for vnode, (group, group_cash) in groups.items()
         ]
         status.count("lines.out", len(lines))
         return lines
 
-    def _admitted(self, found: list[FoundUrl]) -> list[FoundUrl]:
-        """The URLs the policy lets into the crawl; the others are counted by reason."""
+    def _admitted(self, found: list[FoundUrl], amounts: list[float]
+                  ) -> tuple[list[FoundUrl], list[float]]:
+        """The URLs the policy lets into the crawl with their cash; the others are counted by
+        reason (their cash leaves the flow)."""
         check = self._policy.check
-        admitted = []
-        for item in found:
+        admitted, kept = [], []
+        for item, amount in zip(found, amounts, strict=True):
             reason = check(*item)
             if reason is None:
                 admitted.append(item)
+                kept.append(amount)
             else:
                 self._status.count(f"links.rejected.{reason}")
-        return admitted
+        return admitted, kept
 
     def _robots_sitemaps(self, result: FetchResult) -> list[FoundUrl]:
         """The sitemaps a robots.txt that answered 2xx names (hop ``S``, via the robots.txt)."""
@@ -550,16 +613,6 @@ def _revisit(result: FetchResult, digest: str, simhash: int | None = None) -> Re
         else:
             observation = Observation(digest64(digest), etag, modified)
     return Revisit(state, observation)
-
-
-def _recent_key(found: FoundUrl) -> str:
-    """What the cache of recent URLs remembers of a found URL: the URL, and the host that
-    linked it when that is another host, so that a page linked from many hosts reaches the
-    crawl DB once from each (its score counts links from other domains: crawl/urls/priority.py)
-    while the links a site repeats on its own pages are dropped."""
-    url, _, via = found
-    source = _host(via) if via else ""
-    return url if not source or source == _host(url) else f"{url} {source}"
 
 
 def _host(url: str) -> str:

@@ -132,7 +132,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         partition = self._partition(key)
         now = ctx.timer_service().current_processing_time()
         answer = partition.apply(record.found, record.done, now, record.rescore, record.near,
-                                 record.hint, record.lastmod)
+                                 record.hint, record.lastmod, record.cash)
         self._store(partition, payload)
         self._schedule(key, partition, now, ctx)
         yield from self._emit(answer, began)

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 
 from crawl.config import NearDupSection
 from crawl.content.neardup import Fingerprint, NearDuplicateDetector
-from crawl.loop.records import DoneEvent, FoundUrl, encode_line, group_by_vnode
+from crawl.loop.records import DoneEvent, FoundUrl, Rescore, encode_line, url_vnode
 
 __all__ = ["NearJudge", "NearQuery", "NearVerdict"]
 
@@ -49,22 +49,27 @@ class NearQuery:
     #: The WARC-Record-ID and WARC-Date of the page's response record.
     record_id: str
     warc_date: str
-    #: The links the page sent on (after the cache of recent URLs and the URL policy).
+    #: The links the page sent on (after the cache of recent URLs and the URL policy)...
     outlinks: list[FoundUrl]
+    #: ...and the cash each of them brought (:mod:`crawl.urls.priority`).
+    outlink_cash: list[float] = dataclasses.field(default_factory=list)
 
     def encode(self) -> str:
         return json.dumps(
             [self.url, self.vnode, list(self.done), f"{self.fingerprint:016x}", self.features,
-             self.record_id, self.warc_date, [list(item) for item in self.outlinks]],
+             self.record_id, self.warc_date, [list(item) for item in self.outlinks],
+             self.outlink_cash],
             separators=(",", ":"), ensure_ascii=False,
         )
 
     @classmethod
     def decode(cls, text: str) -> NearQuery:
-        url, vnode, done, fingerprint, features, record_id, warc_date, outlinks = json.loads(text)
+        url, vnode, done, fingerprint, features, record_id, warc_date, outlinks, *cash = (
+            json.loads(text))
         return cls(
             url, int(vnode), tuple(done), int(fingerprint, 16), int(features), record_id,
             warc_date, [tuple(item) for item in outlinks],
+            [float(amount) for amount in cash[0]] if cash else [],
         )
 
 
@@ -154,8 +159,12 @@ class NearJudge:
         distance = int(verdict.distance or 0)
         lines = [encode_line(query.vnode, done=[query.done],
                              near=[(query.url, original, distance)], line_id=self._line_id())]
-        for vnode, group in group_by_vnode(query.outlinks, self._vnodes).items():
-            rescore = [(url, hops, via, self._rescore_weight) for url, hops, via in group]
+        cash = query.outlink_cash or [None] * len(query.outlinks)
+        groups: dict[int, list[Rescore]] = {}
+        for (url, hops, via), amount in zip(query.outlinks, cash, strict=True):
+            groups.setdefault(url_vnode(url, self._vnodes), []).append(
+                (url, hops, via, self._rescore_weight, amount))
+        for vnode, rescore in groups.items():
             lines.append(encode_line(vnode, rescore=rescore, line_id=self._line_id()))
         note = [
             ("nearDuplicateOf", original),

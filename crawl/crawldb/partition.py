@@ -85,7 +85,7 @@ from crawl.loop.records import (
 from crawl.status import Status
 from crawl.urls.admission import Admission
 from crawl.urls.normalize import host_of
-from crawl.urls.priority import ScorePolicy, rank
+from crawl.urls.priority import CASH_DIGITS, CashPolicy, rank
 from drum import (
     CHECK_UPDATE,
     NO_DEPTH,
@@ -196,7 +196,6 @@ def drum_config(
             per_host=priority.host_window,
             lease_ms=0,
             mark_queued=True,
-            depth_weight=priority.depth_penalty,
             refresh_share=recrawl.refresh_share if recrawl is not None and recrawl.enabled
             else 0.0,
             window_urls=priority.release_window,
@@ -295,7 +294,7 @@ class CrawlDbPartition:
         # When the earliest URL not due at the last release comes due (None: none will).
         self._next_due_ms: int | None = None
         self._admission = admission if admission is not None and admission.enabled else None
-        self._scores = ScorePolicy(priority if priority is not None else PrioritySection())
+        self._cash = CashPolicy(priority if priority is not None else PrioritySection())
         self._releasing = priority is not None and priority.enabled
         self._release_ms = int(priority.release_seconds * 1000) if self._releasing else 0
         self._release_share = priority.release_max_share if self._releasing else 1.0
@@ -330,7 +329,8 @@ class CrawlDbPartition:
         self._history_changed = False
         self._found: list[tuple[str, str, str]] = []
         self._found_at: list[int] = []  # arrival time of each found URL (0: replayed)
-        self._found_weight: list[float] = []  # 1 for a link found, another for a rescore
+        self._found_cash: list[float] = []  # the cash each found URL (or rescore) brings
+        self._found_rescore: list[bool] = []  # which of them are rescores
         self._found_hint: list[int] = []  # a recrawl interval hint (s; 0: none)
         self._found_lastmod: list[int] = []  # a sitemap's lastmod (s; 0: none)
         self._done: list[DoneEvent] = []
@@ -345,7 +345,7 @@ class CrawlDbPartition:
                 self.unreadable_journal_entries += 1
                 continue
             self._append(record.found, record.done, 0, record.rescore, record.near, record.hint,
-                         record.lastmod)
+                         record.lastmod, record.cash)
 
     # ------------------------------------------------------------------ figures
 
@@ -395,13 +395,15 @@ class CrawlDbPartition:
         near: Sequence[NearMark] = (),
         hints: Sequence[IntervalHint] = (),
         lastmods: Sequence[Announcement] = (),
+        cash: Sequence[float] | None = None,
     ) -> Answer:
-        """Take the found URLs (with their recrawl interval ``hints`` and sitemap
-        ``lastmods``), done events, rescores and near-duplicate marks of one loop record; when
-        the pending operations reach ``buffer_ops``, merge them all and deliver the answers."""
+        """Take the found URLs (with the ``cash`` each brings, their recrawl interval
+        ``hints`` and sitemap ``lastmods``), done events, rescores and near-duplicate marks of
+        one loop record; when the pending operations reach ``buffer_ops``, merge them all and
+        deliver the answers."""
         if self._admission is not None and found:
             self._admission.saw_links(found)
-        self._append(found, done, now_ms, rescore, near, hints, lastmods)
+        self._append(found, done, now_ms, rescore, near, hints, lastmods, cash)
         if len(self._order) >= self._buffer_ops:
             return self.flush(now_ms)
         return Answer()
@@ -429,7 +431,8 @@ class CrawlDbPartition:
         for name, count in self._drum.window_stats.items():
             answer.count(f"window.{name}", count - window_before.get(name, 0))
         self._found, self._found_at, self._done, self._order = [], [], [], []
-        self._found_weight, self._found_hint, self._found_lastmod = [], [], []
+        self._found_cash, self._found_rescore = [], []
+        self._found_hint, self._found_lastmod = [], []
         self._merged = True
         self._deliver(results, now_ms, answer)
         return answer
@@ -467,16 +470,26 @@ class CrawlDbPartition:
         near: Sequence[NearMark] = (),
         hints: Sequence[IntervalHint] = (),
         lastmods: Sequence[Announcement] = (),
+        cash: Sequence[float] | None = None,
     ) -> None:
         # A loop record's outcomes come before its links (a page's own outcome first).
         done = list(done) + [(url, _NEAR, distance, of, now_ms) for url, of, distance in near]
         self._done.extend(done)
         self._found.extend(found)
-        self._found.extend((url, hops, via) for url, hops, via, _ in rescore)
+        self._found.extend((url, hops, via) for url, hops, via, _, _ in rescore)
         count = len(found) + len(rescore)
         self._found_at.extend([now_ms] * count)
-        self._found_weight.extend([1.0] * len(found))
-        self._found_weight.extend(weight for _, _, _, weight in rescore)
+        cash_policy = self._cash
+        for (_, hops, _), amount in zip(found, cash if cash is not None else [None] * len(found),
+                                        strict=True):
+            injected = cash_policy.injected(hops)
+            self._found_cash.append(
+                injected if injected is not None
+                else amount if amount is not None else cash_policy.legacy(hops))
+        for _, hops, _, weight, amount in rescore:
+            self._found_cash.append(weight * (amount if amount is not None
+                                              else cash_policy.legacy(hops)))
+        self._found_rescore.extend([False] * len(found) + [True] * len(rescore))
         self._found_hint += _seconds_of(hints, found, len(rescore))
         self._found_lastmod += _seconds_of(lastmods, found, len(rescore))
         self._order.extend([False] * len(done))
@@ -497,12 +510,13 @@ class CrawlDbPartition:
             if order[i]:
                 batch_found = self._found[found_at : found_at + j - i]
                 arrived = self._found_at[found_at : found_at + j - i]
-                weights = self._found_weight[found_at : found_at + j - i]
+                cash = self._found_cash[found_at : found_at + j - i]
+                rescores = self._found_rescore[found_at : found_at + j - i]
                 hints = self._found_hint[found_at : found_at + j - i]
                 lastmods = self._found_lastmod[found_at : found_at + j - i]
                 found_at += j - i
-                results += self._discoveries(batch_found, arrived, weights, hints, lastmods,
-                                             now_ms, answer)
+                results += self._discoveries(batch_found, arrived, cash, rescores, hints,
+                                             lastmods, now_ms, answer)
             else:
                 batch_done = self._done[done_at : done_at + j - i]
                 done_at += j - i
@@ -514,7 +528,8 @@ class CrawlDbPartition:
         self,
         found: Sequence[tuple[str, str, str]],
         arrived: Sequence[int],
-        weights: Sequence[float],
+        cash: Sequence[float],
+        rescores: Sequence[bool],
         hints: Sequence[int],
         lastmods: Sequence[int],
         now_ms: int,
@@ -526,11 +541,9 @@ class CrawlDbPartition:
         hosts = np.fromiter((host_key(host_of(url)) for url in urls), np.uint32, n)
         # Found at its arrival; a record replayed after a restore, at this merge.
         at = np.fromiter((t or now_ms for t in arrived), np.int64, n)
-        score = np.fromiter(self._scores.scores(found), np.float32, n)
-        rescored = sum(1 for weight in weights if weight != 1.0)
-        if rescored:
-            score *= np.fromiter(weights, np.float32, n)
-            answer.count("urls.rescored", rescored)
+        score = np.fromiter(cash, np.float32, n)
+        rescored = sum(rescores)
+        answer.count("urls.rescored", rescored)
         interval = announced_s = 0
         if self._schedule is not None:
             interval = np.fromiter(hints, np.uint32, n)
@@ -567,6 +580,9 @@ class CrawlDbPartition:
         at = np.fromiter((event[4] for event in kept), np.int64, n)
         hosts = np.fromiter((host_key(host_of(url)) for url in urls), np.uint32, n)
         values = outcomes(n, status=status, at_ms=at, http_status=http, reason=reasons, host=hosts)
+        # What a fetch passed on leaves its URL's cash (:mod:`crawl.urls.priority`).
+        values["score"] = np.fromiter(
+            (-event[6] if len(event) > 6 else 0.0 for event in kept), np.float32, n)
         if self._schedule is not None:
             self._schedule_outcomes(kept, values, answer)
         payloads = [encode_payload(url, "", "") for url in urls]
@@ -583,7 +599,7 @@ class CrawlDbPartition:
         next_fetch = np.empty(len(kept), dtype=np.int64)
         for i, event in enumerate(kept):
             revisit = None
-            if len(event) > 5:
+            if len(event) > 5 and event[5] is not None:
                 try:
                     revisit = Revisit.decode(event[5])
                 except (ValueError, TypeError):
@@ -629,14 +645,14 @@ class CrawlDbPartition:
                 values = result.due.values
                 early = announced(values) & (values["next_fetch_ms"] > now_ms)
                 answer.count("urls.released.announced", int(np.count_nonzero(early)))
-                depth = np.where(values["depth"] == NO_DEPTH, 0, values["depth"])
-                ranks = rank(values["score"].astype(np.float64), depth, self._scores.depth_penalty)
+                ranks = rank(values["score"].astype(np.float64))
                 states = (
                     [state.encode() if state is not None else None
                      for state in states_of_records(values)]
                     if self._schedule is not None else [None] * len(values)
                 )
-                released += zip(result.due.payloads, ranks.round(4).tolist(), states, strict=True)
+                ranks = [float(f"{value:.{CASH_DIGITS}g}") for value in ranks.tolist()]
+                released += zip(result.due.payloads, ranks, states, strict=True)
             # New URLs of a merge that released were counted by its selection.
             counted = result.due is not None
             answer.count("merges")

@@ -371,8 +371,11 @@ class HostScheduler:
             if state.lease_kind == LEASE_PAGE:
                 leased = QueueEntry.decode(state.lease_payload)
                 result.url, result.hops, result.via = leased.url, leased.hops, leased.via
-        if state.lease_kind == LEASE_PAGE and result.recrawl is None:
-            result.recrawl = QueueEntry.decode(state.lease_payload).recrawl
+        if state.lease_kind == LEASE_PAGE:
+            leased = QueueEntry.decode(state.lease_payload)
+            if result.recrawl is None:
+                result.recrawl = leased.recrawl
+            result.cash = leased.rank  # a released URL's rank is its cash
         crawl_delay = 0.0
         if state.lease_kind == LEASE_ROBOTS:
             state.robots = record_from_fetch(

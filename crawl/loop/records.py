@@ -2,20 +2,27 @@
 
 One loop line carries everything one page produced for one virtual node::
 
-    <vnode> TAB {"i": id, "found": [[url, hops, via], ...],
-                 "done": [[url, status, http, reason, ms(, revisit)], ...],
-                 "rescore": [[url, hops, via, weight], ...],
+    <vnode> TAB {"i": id, "found": [[url, hops, via], ...], "cash": [amount, ...],
+                 "done": [[url, status, http, reason, ms(, revisit(, spent))], ...],
+                 "rescore": [[url, hops, via, weight(, cash)], ...],
                  "near": [[url, original url, distance], ...],
                  "hint": [[url, seconds], ...],
                  "lastmod": [[url, seconds since the epoch], ...]}
 
-``rescore`` and ``near`` come from the near-duplicate stage (:mod:`crawl.content.near_judge`): a URL
-a near-duplicate page linked gets ``weight`` (negative) times what that link added to its score
-once more (the link counts less), and a page found to be a near-duplicate of an earlier
-capture is marked so in the crawl DB.
+``cash`` gives each found URL the cash its discovery brings (:mod:`crawl.urls.priority`), in
+the order of ``found``; lines written before cash existed have none (the crawl DB then gives
+seeds and sitemaps their boost and links nothing). A done event's ``spent`` is the cash the
+fetch passed on, which the crawl DB takes back out of the URL's record.
 
-A done event of a continuous crawl (``recrawl.enabled``) has a sixth item, the revisit: the
-recrawl state the URL was fetched with and what the fetch saw
+``rescore`` and ``near`` come from the near-duplicate stage (:mod:`crawl.content.near_judge`): a URL
+a near-duplicate page linked gets ``weight`` (negative) times the ``cash`` that link brought
+once more (the link counts less; without ``cash``, an older line: times what the link was
+worth then), and a page found to be a near-duplicate of an earlier capture is marked so in the
+crawl DB.
+
+A done event of a continuous crawl (``recrawl.enabled``) has a sixth item, the revisit (null
+without recrawl when a ``spent`` follows): the recrawl state the URL was fetched with and what
+the fetch saw
 (:class:`crawl.crawldb.recrawl.Revisit`, encoded), from which the crawl DB computes its next fetch
 time.
 
@@ -71,11 +78,14 @@ __all__ = [
 
 #: A discovered URL: (url, hop path from its seed, the URL that led here).
 FoundUrl = tuple[str, str, str]
-#: A fetch outcome: (url, status name, HTTP status, reason, time in ms), and in a continuous
-#: crawl the encoded :class:`crawl.crawldb.recrawl.Revisit` as a sixth item.
-DoneEvent = tuple[str, str, int, str, int] | tuple[str, str, int, str, int, dict]
-#: A change of a found link's worth: (url, hops, via, weight of that link's score to add).
-Rescore = tuple[str, str, str, float]
+#: A fetch outcome: (url, status name, HTTP status, reason, time in ms), in a continuous
+#: crawl the encoded :class:`crawl.crawldb.recrawl.Revisit` as a sixth item (None without),
+#: and the cash the fetch passed on as a seventh.
+DoneEvent = (tuple[str, str, int, str, int] | tuple[str, str, int, str, int, dict | None]
+             | tuple[str, str, int, str, int, dict | None, float])
+#: A change of a found link's worth: (url, hops, via, weight, the cash the link brought; None
+#: in lines written before cash existed): ``weight`` x that cash is added once more.
+Rescore = tuple[str, str, str, float, float | None]
 #: A page found a near-duplicate: (url, URL of the earlier capture, Hamming distance).
 NearMark = tuple[str, str, int]
 #: A found URL's recrawl interval hint: (url, seconds).
@@ -93,6 +103,8 @@ class LoopRecord(NamedTuple):
     near: list[NearMark]
     hint: list[IntervalHint]
     lastmod: list[Announcement]
+    #: The cash each found URL brings, in the order of ``found``; None: the line has none.
+    cash: list[float] | None = None
 
 
 class LoopRecordError(ValueError):
@@ -108,12 +120,20 @@ def encode_line(
     near: Iterable[NearMark] = (),
     hint: Iterable[IntervalHint] = (),
     lastmod: Iterable[Announcement] = (),
+    cash: Iterable[float] | None = None,
 ) -> str:
-    """One loop line; empty lists (and an empty id) are left out."""
+    """One loop line; empty lists (and an empty id) are left out. ``cash``, when given, has an
+    amount for each of ``found``."""
     payload: dict[str, Any] = {"i": line_id} if line_id else {}
-    for name, items in (("found", found), ("done", done), ("rescore", rescore), ("near", near),
-                        ("hint", hint), ("lastmod", lastmod)):
-        items = list(items)
+    found = list(found)
+    amounts = list(cash) if cash is not None else None
+    if amounts is not None and len(amounts) != len(found):
+        raise ValueError(f"{len(amounts)} amounts of cash for {len(found)} found URLs")
+    rescore = [item[:4] if len(item) > 4 and item[4] is None else item for item in rescore]
+    for name, items in (("found", found), ("cash", amounts), ("done", done),
+                        ("rescore", rescore), ("near", near), ("hint", hint),
+                        ("lastmod", lastmod)):
+        items = list(items) if items is not None else []
         if items:
             payload[name] = items
     return f"{vnode}\t{json.dumps(payload, separators=(',', ':'), ensure_ascii=False)}"
@@ -142,17 +162,23 @@ def parse_record(payload: str) -> LoopRecord:
         found = [
             (str(u), str(h), str(v)) for u, h, v in _items(data.get("found", []), 3)
         ]
-        done = [_done_event(item) for item in _items(data.get("done", []), 5, 6)]
+        cash = None
+        if "cash" in data:
+            cash = [_finite(amount) for amount in data["cash"]]
+            if len(cash) != len(found):
+                raise ValueError(f"{len(cash)} amounts of cash for {len(found)} found URLs")
+        done = [_done_event(item) for item in _items(data.get("done", []), 5, 7)]
         rescore = [
-            (str(u), str(h), str(v), _finite(w))
-            for u, h, v, w in _items(data.get("rescore", []), 4)
+            (str(item[0]), str(item[1]), str(item[2]), _finite(item[3]),
+             _finite(item[4]) if len(item) > 4 else None)
+            for item in _items(data.get("rescore", []), 4, 5)
         ]
         near = [(str(u), str(o), int(d)) for u, o, d in _items(data.get("near", []), 3)]
         hint = [(str(u), max(0, int(s))) for u, s in _items(data.get("hint", []), 2)]
         lastmod = [(str(u), max(0, int(s))) for u, s in _items(data.get("lastmod", []), 2)]
     except (ValueError, TypeError, AttributeError) as error:
         raise LoopRecordError(f"bad loop payload: {error}: {payload[:120]!r}") from None
-    return LoopRecord(found, done, rescore, near, hint, lastmod)
+    return LoopRecord(found, done, rescore, near, hint, lastmod, cash)
 
 
 def _finite(value: Any) -> float:
@@ -167,9 +193,12 @@ def _done_event(item: list[Any]) -> DoneEvent:
     event = (str(url), str(status), int(code), str(reason), int(at))
     if len(item) == 5:
         return event
-    if not isinstance(item[5], dict):
-        raise ValueError(f"a done event's revisit is not an object: {item[5]!r}")
-    return (*event, item[5])
+    revisit = item[5]
+    if revisit is not None and not isinstance(revisit, dict):
+        raise ValueError(f"a done event's revisit is not an object: {revisit!r}")
+    if len(item) == 6:
+        return (*event, revisit)
+    return (*event, revisit, _finite(item[6]))
 
 
 def _items(values: Any, arity: int, max_arity: int = 0) -> list[list[Any]]:

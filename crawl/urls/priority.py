@@ -1,74 +1,78 @@
-"""The priority of a URL: what each discovery adds to its score, and how score and depth rank it.
+"""The priority of a URL: its cash, an on-line estimate of its importance that flows along links.
 
-A URL's score is the sum, over every time the crawl finds it, of what that discovery is worth
-(the crawl DB's records add scores up when they merge: :mod:`drum.record`). What a discovery is
-worth depends on where it came from:
+The crawl DB ranks URLs by **cash**, as in OPIC (Abiteboul, Preda and Cobena, "Adaptive on-line
+page importance computation", WWW 2003): importance enters the crawl at its seeds and flows
+from page to page as the crawl fetches them.
 
-* a **seed** (hop path ``""``): ``seed_boost``: the user chose it;
-* a URL listed in a **sitemap** (last hop ``M``): ``sitemap_boost``: the site says it matters;
-* a **link** (or a redirect, an embed, a directory above a page) from a page of **another
-  registered domain**: ``other_domain_link``; from the **same registered domain** (the same
-  host included): ``same_domain_link``.
+* a **seed** gets ``seed_boost``, a **sitemap** named by a robots.txt ``sitemap_boost``: the
+  user chose the one, the site points to the other;
+* a **fetched page** passes the cash it had when it was released on to the URLs it leads to,
+  split evenly (:func:`link_cash`): its outlinks, its redirect's or meta refresh's target, a
+  sitemap's entries and child sitemaps, the directories above it (``scope.path_ascending``).
+  A page with nothing to lead to keeps its cash out of the flow;
+* the crawl DB adds up what each URL receives (records sum their scores when they merge:
+  :mod:`drum.record`), and a fetch spends what its URL had at its release: the outcome takes it
+  back out of the record, so cash that arrived meanwhile stays for the next visit.
 
-So a page's score is, in effect, its in-degree from other domains (links within a site, which a
-site's own templates repeat on every page, are worth little), as the crawl knows it when the
-URL is ranked. The process stage lets one link from each other host through its cache of recent
-URLs (:class:`crawl.processing.RecentUrls`), so a page linked from many hosts gathers a link
-from each, not one; several pages of one other domain linking a URL each count, which is why
-the domain budgets of :mod:`crawl.urls.admission` still bound link farms.
+So a page's cash is what the pages linking to it passed on, each weighted by its own cash and
+diluted by how many links it has. A cluster of pages that link each other (a link farm, on any
+number of domains) gets only what flows into it from outside, spread over every page it
+invents; each step into a calendar or another endless space divides what the next page gets.
+A near-duplicate's links pass on only ``neardup.outlink_weight`` of their cash (a copy says
+little about what it links to): the near-duplicate stage takes the rest back.
 
-The rank the crawl DB orders URLs by is ``score - depth_penalty x depth`` (depth: hops from a
-seed): among URLs with the same in-links, those nearer the seeds first. The crawl DB hands each
-host's best-ranked URLs to the frontier a few at a time (``priority.host_window``), and the
-frontier serves a host's queue best first.
+The crawl DB hands each host's best-ranked URLs to the frontier a few at a time
+(``priority.host_window``), and the frontier serves a host's queue best first; the rank of a
+URL is its cash (:func:`rank`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from crawl.config import PrioritySection
-from crawl.hops import SITEMAP_LISTED
-from crawl.urls.normalize import host_of
-from crawl.urls.scope import registered_domain
+from crawl.hops import SITEMAP, SITEMAP_LISTED
 
-__all__ = ["ScorePolicy", "rank"]
+__all__ = ["CASH_DIGITS", "CashPolicy", "link_cash", "rank"]
+
+#: Digits kept of an amount of cash in a loop line (relative: a float's 7 are more than enough
+#: for an estimate, and the line stays short).
+CASH_DIGITS = 6
 
 
-class ScorePolicy:
-    """What each discovery adds to a URL's score (see the module docstring)."""
+class CashPolicy:
+    """The cash that enters the crawl from outside the flow: seeds and sitemaps that robots.txt
+    names (see the module docstring)."""
 
     def __init__(self, section: PrioritySection) -> None:
-        self._seed = section.seed_boost
-        self._sitemap = section.sitemap_boost
-        self._other_domain = section.other_domain_link
-        self._same_domain = section.same_domain_link
-        self.depth_penalty = section.depth_penalty
+        self.seed_cash = section.seed_boost
+        self.sitemap_cash = section.sitemap_boost
 
-    def score(self, url: str, hops: str, via: str) -> float:
-        """What finding ``url`` by ``hops`` from ``via`` adds to its score. O(1) (the
-        registered domain of a host is cached)."""
+    def injected(self, hops: str) -> float | None:
+        """The cash a URL reached by ``hops`` gets from outside the flow, or None when it
+        gets its cash from the page that led to it."""
         if not hops:
-            return self._seed
-        if hops.endswith(SITEMAP_LISTED):
-            return self._sitemap
-        if not via:
-            return self._same_domain
-        try:
-            source, target = host_of(via), host_of(url)
-        except ValueError:  # not an absolute URL: no domain to compare
-            return self._same_domain
-        if source == target or registered_domain(source) == registered_domain(target):
-            return self._same_domain
-        return self._other_domain
+            return self.seed_cash
+        if hops == SITEMAP:  # named by a robots.txt: the robots.txt has no cash to pass on
+            return self.sitemap_cash
+        return None
 
-    def scores(self, found: Sequence[tuple[str, str, str]]) -> list[float]:
-        """:meth:`score` of each ``(url, hops, via)``."""
-        score = self.score
-        return [score(url, hops, via) for url, hops, via in found]
+    def legacy(self, hops: str) -> float:
+        """The cash of a discovery that came without an amount (a loop line of a version
+        that had none, after an upgrade): a seed's or a sitemap's, else nothing."""
+        injected = self.injected(hops)
+        if injected is not None:
+            return injected
+        return self.sitemap_cash if hops.endswith(SITEMAP_LISTED) else 0.0
 
 
-def rank(score, depth, depth_penalty: float):
-    """The rank the crawl DB and the frontier order URLs by (higher first); numbers or NumPy
-    arrays."""
-    return score - depth_penalty * depth
+def link_cash(cash: float, links: int) -> float:
+    """What each of ``links`` URLs gets from a page that had ``cash`` (rounded to
+    :data:`CASH_DIGITS` significant digits)."""
+    if links <= 0 or cash <= 0:
+        return 0.0
+    return float(f"{cash / links:.{CASH_DIGITS}g}")
+
+
+def rank(score):
+    """The rank the crawl DB and the frontier order URLs by (higher first): the cash (a
+    number or a NumPy array)."""
+    return score

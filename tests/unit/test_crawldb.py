@@ -37,10 +37,12 @@ class KeyedState:
         self.journal: list[str] = []
         self.history: str | None = None
 
-    def apply(self, partition: CrawlDbPartition, found_urls: list, done: list, now: int):
+    def apply(self, partition: CrawlDbPartition, found_urls: list, done: list, now: int,
+              cash: list[float] | None = None):
         """What the operator does with one loop record: apply it, then store the state."""
-        answer = partition.apply(found_urls, done, now)
-        self.store(partition, json.loads(encode_line(0, found_urls, done).split("\t", 1)[1]))
+        answer = partition.apply(found_urls, done, now, cash=cash)
+        line = encode_line(0, found_urls, done, cash=cash)
+        self.store(partition, json.loads(line.split("\t", 1)[1]))
         return answer
 
     def flush(self, partition: CrawlDbPartition, now: int):

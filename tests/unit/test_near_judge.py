@@ -4,6 +4,7 @@ the loop format that carries them."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -62,7 +63,8 @@ def test_the_first_page_passes_its_outcome_on_and_a_copy_is_marked_and_rescored(
     assert payload["done"] == [["http://a.test/news/1", "FETCHED", 200, "http:200", T0]]
     assert "near" not in payload
     links = [("http://c.test/p", "LL", "http://b.test/news/9")]
-    copy = judge.judge(_query("http://b.test/news/9", ARTICLE + " extra", links))
+    copy = judge.judge(dataclasses.replace(
+        _query("http://b.test/news/9", ARTICLE + " extra", links), outlink_cash=[0.2]))
     assert copy.original == "http://a.test/news/1"
     assert copy.distance is not None
     assert copy.distance <= 3
@@ -71,7 +73,8 @@ def test_the_first_page_passes_its_outcome_on_and_a_copy_is_marked_and_rescored(
     assert own["near"] == [["http://b.test/news/9", "http://a.test/news/1", copy.distance]]
     assert own["done"][0][0] == "http://b.test/news/9"
     rescored = parts[url_vnode("http://c.test/p", VNODES)]["rescore"]
-    assert rescored == [["http://c.test/p", "LL", "http://b.test/news/9", -0.75]]
+    # The copy's link gives back three quarters of the cash it brought.
+    assert rescored == [["http://c.test/p", "LL", "http://b.test/news/9", -0.75, 0.2]]
     assert dict(copy.note)["nearDuplicateOf"] == "http://a.test/news/1"
     # Another article is not a copy; a page too short is not judged nor stored.
     assert judge.judge(_query("http://c.test/other", OTHER)).original is None
@@ -107,10 +110,13 @@ def test_a_full_index_forgets_its_older_half_and_says_the_stored_pages_changed()
 
 
 def test_the_loop_carries_rescores_and_near_marks_and_refuses_bad_ones() -> None:
-    line = encode_line(3, rescore=[("http://a/", "L", "http://b/", -0.5)],
+    line = encode_line(3, rescore=[("http://a/", "L", "http://b/", -0.5, None),
+                                   ("http://a/2", "L", "http://b/", -0.5, 0.125)],
                        near=[("http://a/x", "http://b/y", 2)], line_id="n.1")
+    assert '["http://a/","L","http://b/",-0.5]' in line  # (the older form when no cash)
     record = parse_record(decode_line(line)[1])
-    assert record.rescore == [("http://a/", "L", "http://b/", -0.5)]
+    assert record.rescore == [("http://a/", "L", "http://b/", -0.5, None),
+                              ("http://a/2", "L", "http://b/", -0.5, 0.125)]
     assert record.near == [("http://a/x", "http://b/y", 2)]
     assert (record.found, record.done) == ([], [])
     for bad in ('{"rescore": [["u", "L", "v", "NaN"]]}', '{"near": [["u", "v"]]}',
@@ -126,10 +132,11 @@ def test_the_crawl_db_marks_a_near_duplicate_and_lowers_what_its_links_are_worth
     db = CrawlDbPartition(partition_directory(str(tmp_path), 0), section,
                           priority=PrioritySection(host_window=100))
     copy, link = "http://a.example/copy", "http://a.example/linked"
-    db.apply([(copy, "L", "http://b.other/"), (link, "LL", "http://b.other/z")], [], T0)
+    db.apply([(copy, "L", "http://b.other/"), (link, "LL", "http://b.other/z")], [], T0,
+             cash=[0.5, 1.0])
     db.flush(T0 + 1)
     done = [(copy, "FETCHED", 200, "http:200", T0 + 5)]
-    answer = db.apply([], done, T0 + 10, rescore=[(link, "LL", "http://b.other/z", -0.75)],
+    answer = db.apply([], done, T0 + 10, rescore=[(link, "LL", "http://b.other/z", -0.75, 1.0)],
                       near=[(copy, "http://c.other/original", 1)])
     answer = db.flush(T0 + 2000)
     assert answer.counts["urls.near_duplicate"] == 1

@@ -1,6 +1,6 @@
-"""Priority: what each discovery adds to a URL's score, the crawl DB releasing each host's
-best-ranked URLs a window at a time (DRUM due selection, QUEUED records), and the frontier
-serving a host's queue best first."""
+"""Priority: the cash that enters at seeds and sitemaps and flows along links, the crawl DB
+releasing each host's URLs with the most cash a window at a time (DRUM due selection, QUEUED
+records), and the frontier serving a host's queue best first."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from crawl.config import CrawlDbSection, PrioritySection
 from crawl.crawldb.partition import CrawlDbPartition, partition_directory
 from crawl.frontier.host_queue import DictStore, HostQueue, QueueEntry
-from crawl.processing import _recent_key
+from crawl.processing import RecentUrls
 from crawl.progress import CrawlFigures, is_idle
-from crawl.urls.priority import ScorePolicy, rank
+from crawl.urls.priority import CashPolicy, link_cash, rank
 from drum import (
     ArchivePolicy,
     Drum,
@@ -34,54 +34,50 @@ T0 = 1_700_000_000_000
 SECTION = CrawlDbSection(buffer_ops=1000, block_records=4, max_deltas=3, max_archives=2,
                          file_grace_seconds=10.0, fsync=False)
 PRIORITY = PrioritySection(host_window=2, release_batch=100, release_seconds=1.0)
-POLICY = ScorePolicy(PrioritySection())
+POLICY = CashPolicy(PrioritySection())
 
 
-# ---------------------------------------------------------------------------- scores
+# ---------------------------------------------------------------------------- cash
 
 
 @pytest.mark.parametrize(
-    ("url", "hops", "via", "expected"),
+    ("hops", "injected", "legacy"),
     [
-        ("http://a.example/", "", "", 10.0),  # a seed
-        ("http://a.example/p", "SM", "http://a.example/sitemap.xml", 1.0),  # in a sitemap
-        ("http://a.example/p", "LM", "http://b.example/sitemap.xml", 1.0),
-        ("http://a.example/p", "L", "http://b.example/x", 1.0),  # from another domain
-        ("http://a.example/p", "LL", "http://a.example/x", 0.1),  # from the same host
-        ("http://shop.a.example/p", "L", "http://www.a.example/", 0.1),  # same domain
-        ("http://a.example/p", "LR", "http://b.example/r", 1.0),  # a redirect across domains
-        ("http://a.example/p", "E", "http://cdn.b.example/", 1.0),  # an embed
-        ("http://a.example:8080/p", "L", "http://a.example/", 0.1),  # a port: same domain
-        ("http://10.0.0.1/p", "L", "http://10.0.0.2/", 1.0),  # addresses: their own domains
-        ("http://10.0.0.1/p", "L", "http://10.0.0.1:81/", 0.1),
-        ("http://x.github.io/p", "L", "http://y.github.io/", 1.0),  # public suffix
-        ("http://a.example/p", "L", "", 0.1),  # no referrer: as a link of its own site
-        ("http://a.example/p", "L", "not a url", 0.1),
+        ("", 10.0, 10.0),  # a seed: the user chose it
+        ("S", 1.0, 1.0),  # a sitemap a robots.txt names (the robots.txt has no cash)
+        ("L", None, 0.0),  # a link: its page's share
+        ("LS", None, 0.0),  # a sitemap an index names: the index's share
+        ("SM", None, 1.0),  # a URL a sitemap lists: the sitemap's share (older lines: a boost)
+        ("LR", None, 0.0),
     ],
 )
-def test_what_a_discovery_adds_to_the_score(url: str, hops: str, via: str,
-                                            expected: float) -> None:
-    assert POLICY.score(url, hops, via) == pytest.approx(expected)
+def test_cash_enters_at_seeds_and_sitemaps_and_flows_along_the_rest(
+    hops: str, injected: float | None, legacy: float
+) -> None:
+    assert POLICY.injected(hops) == injected
+    assert POLICY.legacy(hops) == legacy
 
 
-def test_scores_and_rank_follow_the_configuration() -> None:
-    policy = ScorePolicy(PrioritySection(seed_boost=3, sitemap_boost=2, other_domain_link=5,
-                                         same_domain_link=0, depth_penalty=0.5))
-    found = [("http://a.example/", "", ""), ("http://a.example/s", "M", "http://a.example/m"),
-             ("http://a.example/o", "L", "http://b.example/"),
-             ("http://a.example/i", "L", "http://a.example/")]
-    assert policy.scores(found) == [3, 2, 5, 0]
-    assert rank(5.0, 4, policy.depth_penalty) == 3.0
-    assert rank(np.array([1.0, 2.0]), np.array([0, 2]), 0.5).tolist() == [1.0, 1.0]
+def test_a_page_splits_its_cash_evenly_over_what_it_leads_to() -> None:
+    assert link_cash(1.0, 4) == 0.25
+    assert link_cash(1.0, 3) == 0.333333  # six significant digits travel
+    assert link_cash(2e-9, 7) == pytest.approx(2.85714e-10)
+    assert link_cash(1.0, 0) == 0.0  # nothing to lead to: nothing passed on
+    assert link_cash(0.0, 5) == 0.0
+    assert rank(np.array([0.5, 2.0])).tolist() == [0.5, 2.0]  # the rank is the cash
 
 
 def test_priority_settings_are_checked() -> None:
-    from crawl.config import Config, ConfigError
+    from crawl.config import Config, ConfigError, load_config
 
     for bad in ({"host_window": 0}, {"release_batch": 0}, {"release_seconds": 0},
-                {"same_domain_link": -1}, {"depth_penalty": float("nan")}):
+                {"seed_boost": -1}, {"sitemap_boost": float("nan")}):
         with pytest.raises(ConfigError, match="priority"):
             Config(priority=PrioritySection(**bad)).validate()
+    # The fixed amounts per link of earlier versions are refused with the reason.
+    for key in ("other_domain_link", "same_domain_link", "depth_penalty"):
+        with pytest.raises(ConfigError, match=f"priority.{key}: no longer a setting: links"):
+            load_config(overrides={f"priority.{key}": "1"})
 
 
 # ---------------------------------------------------------------------------- DRUM release
@@ -166,34 +162,60 @@ def _batches(answer) -> dict[str, list[list]]:
     return {host: json.loads(batch) for host, batch in answer.requests}
 
 
-def test_the_crawl_db_releases_better_linked_urls_first(directory: str) -> None:
+def test_the_crawl_db_releases_the_urls_with_most_cash_first(directory: str) -> None:
     state = KeyedState()
     db = CrawlDbPartition(directory, SECTION, priority=PRIORITY)
     page = "http://a.example/"
     links = [(f"http://a.example/{i}", "L", page) for i in range(4)]
-    # /3 is linked from three other domains, /2 from one; /0 and /1 only from their own site.
+    # /3 gets cash from three other pages, /2 from one richer page; /0 and /1 a little each.
     links += [("http://a.example/3", "L", f"http://{h}.other/") for h in ("x", "y", "z")]
     links += [("http://a.example/2", "L", "http://w.other/")]
-    state.apply(db, links, [], T0)
+    cash = [0.01] * 4 + [0.3] * 3 + [0.5]
+    state.apply(db, links, [], T0, cash=cash)
     answer = state.flush(db, T0 + 500)
     batches = _batches(answer)
     assert [item[0] for item in batches["a.example"]] == ["http://a.example/3",
                                                            "http://a.example/2"]
     ranks = [item[4] for item in batches["a.example"]]
-    assert ranks == pytest.approx([3.1 - 0.1, 1.1 - 0.1])  # score - 0.1 x depth 1
+    assert ranks == pytest.approx([0.91, 0.51])  # the rank handed out is the cash
     assert answer.counts["urls.released"] == 2
     assert db.pending == 2
     assert record_of(db, "http://a.example/3")["status"] == DrumStatus.QUEUED
     # Nothing more until an outcome frees the window (and not before release_seconds).
     assert db.next_release_ms(T0 + 600) is None
-    done = [("http://a.example/3", "FETCHED", 200, "http:200", T0 + 700)]
+    # The fetch passed /3's cash on: its outcome takes it out of the record.
+    done = [("http://a.example/3", "FETCHED", 200, "http:200", T0 + 700, None, 0.91)]
     state.apply(db, [], done, T0 + 800)
     assert db.next_release_ms(T0 + 800) == T0 + 1500
     assert _batches(state.flush(db, T0 + 1000)) == {}  # merged, not released yet
+    assert record_of(db, "http://a.example/3")["score"] == pytest.approx(0.0, abs=1e-6)
     answer = state.flush(db, T0 + 1500)
     assert [item[0] for item in _batches(answer)["a.example"]] in (
         ["http://a.example/0"], ["http://a.example/1"])
     assert db.pending == 1
+
+
+def test_a_near_duplicates_links_give_back_part_of_their_cash(directory: str) -> None:
+    db = CrawlDbPartition(directory, SECTION, priority=PRIORITY)
+    db.apply([("http://a.example/x", "L", "http://b.other/")], [], T0, cash=[0.4])
+    db.apply([], [], T0 + 1, rescore=[("http://a.example/x", "L", "http://b.other/", -0.75,
+                                       0.4)])
+    db.flush(T0 + 2)
+    assert record_of(db, "http://a.example/x")["score"] == pytest.approx(0.1)
+
+
+def test_lines_without_cash_give_seeds_and_sitemaps_their_boost_and_links_none(
+    directory: str,
+) -> None:
+    # Loop lines and journals written before cash existed (an upgrade) still rank seeds first.
+    db = CrawlDbPartition(directory, SECTION, priority=PRIORITY)
+    db.apply([("http://a.example/", "", ""), ("http://a.example/l", "L", "http://a.example/"),
+              ("http://a.example/m", "SM", "http://a.example/sitemap.xml")], [], T0)
+    db.apply([], [], T0, rescore=[("http://a.example/m", "SM", "http://a.example/s", -0.5,
+                                   None)])
+    db.flush(T0 + 1)
+    scores = [record_of(db, f"http://a.example/{path}")["score"] for path in ("", "l", "m")]
+    assert scores == pytest.approx([10.0, 0.0, 0.5])
 
 
 def test_seeds_go_before_links_and_a_restore_does_not_release_twice(directory: str,
@@ -201,7 +223,8 @@ def test_seeds_go_before_links_and_a_restore_does_not_release_twice(directory: s
     state = KeyedState()
     db = CrawlDbPartition(directory, SECTION, priority=PRIORITY)
     state.apply(db, [("http://a.example/p", "L", "http://b.other/"),
-                     ("http://a.example/", "", ""), ("http://a.example/q", "L", "")], [], T0)
+                     ("http://a.example/", "", ""), ("http://a.example/q", "L", "")], [], T0,
+                cash=[0.5, 0.0, 0.1])
     first = _batches(state.flush(db, T0 + 1))
     assert [item[0] for item in first["a.example"]] == ["http://a.example/",
                                                          "http://a.example/p"]
@@ -272,12 +295,18 @@ def test_queue_entries_round_trip_in_their_compact_forms(entry: QueueEntry,
 # ---------------------------------------------------------------------------- process, idle
 
 
-def test_the_recent_url_cache_lets_one_link_from_each_other_host_through() -> None:
-    target = "http://a.example/popular"
-    assert _recent_key((target, "L", "http://a.example/x")) == target
-    assert _recent_key((target, "", "")) == target
-    assert _recent_key((target, "L", "http://b.example/y")) == f"{target} b.example"
-    assert _recent_key((target, "L", "http://b.example:81/y")) == f"{target} b.example:81"
+def test_the_recent_url_cache_holds_the_cash_of_repeats_and_sends_it_later() -> None:
+    recent = RecentUrls(100, hold_seconds=1.0)
+    popular = ("http://a.example/popular", "L", "http://a.example/1")
+    assert recent.add(popular[0])
+    assert not recent.add(popular[0])  # a repeat: dropped...
+    recent.hold(popular, 0.25)  # ...with its cash held
+    recent.hold(("http://a.example/popular", "L", "http://b.example/2"), 0.5)
+    recent.hold(("http://a.example/other", "L", "http://a.example/1"), 0.0)  # nothing to hold
+    assert recent.release(10.0) == []  # (the first call starts the clock)
+    assert recent.release(10.5) == []
+    assert recent.release(11.0) == [(popular, 0.75)]  # one record: the first repeat's path
+    assert recent.release(12.0) == []
 
 
 def test_urls_waiting_in_the_crawl_db_keep_the_crawl_from_being_idle() -> None:

@@ -12,7 +12,7 @@ from crawl.archive.crawl_log import CrawlLogWriter, parse_line
 from crawl.archive.warc import WarcFileWriter, verify_warc_file
 from crawl.config import ScopeSection, SitemapsSection
 from crawl.content.links import LinkExtractor
-from crawl.loop.records import decode_line, parse_payload
+from crawl.loop.records import decode_line, parse_payload, parse_record
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor, RecentUrls, payload_key
 from crawl.progress import StageStatus
@@ -545,3 +545,55 @@ def test_payload_keys() -> None:
     assert payload_key(dataclasses.replace(page, truncated="time"), 1) == "url:" + PAGE
     failed = FetchResult(url=PAGE, status=Status.FETCH_ERROR, reason="timeout:read")
     assert payload_key(failed, 1) == "url:" + PAGE
+
+
+# ---------------------------------------------------------------------------- cash
+
+
+def _cash_by_url(lines: list[str]) -> dict[str, float]:
+    cash = {}
+    for line in lines:
+        record = parse_record(decode_line(line)[1])
+        if record.cash is not None:
+            cash.update((url, amount) for (url, _, _), amount in zip(record.found, record.cash,
+                                                                      strict=True))
+    return cash
+
+
+def test_a_page_passes_its_cash_on_split_over_what_it_leads_to(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
+) -> None:
+    # HTML has four outlinks (two are not URLs): one of them the policy refuses, whose share
+    # leaves the flow, and a page that found nothing passes nothing on.
+    page_processor, _ = make_processor(policy=UrlPolicy(ScopeSection(exclude=("/map$",))))
+    lines = page_processor.process(dataclasses.replace(_html_result(), cash=0.6))
+    assert _cash_by_url(lines) == {"http://a.test/dir/other": 0.2, "http://b.test/x": 0.2}
+    done = [event for line in lines for event in parse_record(decode_line(line)[1]).done]
+    assert done == [(PAGE, "FETCHED", 200, "", 1_700_000_000_000, None, 0.6)]  # spent
+    empty = dataclasses.replace(_html_result(), url="http://a.test/empty", body=b"<p>x</p>",
+                                cash=0.6)
+    (line,) = page_processor.process(empty)
+    assert parse_record(decode_line(line)[1]).done[0] == (
+        "http://a.test/empty", "FETCHED", 200, "", 1_700_000_000_000)
+
+
+def test_repeats_of_recent_urls_bring_their_cash_later_in_one_record(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
+) -> None:
+    now = [100.0]
+    page_processor, status = make_processor(recent_urls=1000, clock=lambda: now[0])
+    first = page_processor.process(dataclasses.replace(_html_result(), cash=0.3))
+    assert _cash_by_url(first)["http://b.test/x"] == 0.1
+    # The same links from two more pages: dropped as repeats, their cash held...
+    for page in ("http://a.test/dir/p2", "http://a.test/dir/p3"):
+        lines = page_processor.process(dataclasses.replace(_html_result(), url=page, cash=0.3))
+        assert "http://b.test/x" not in _cash_by_url(lines)
+    # ...and sent with the next page once a second has passed.
+    now[0] += 1.5
+    lines = page_processor.process(dataclasses.replace(
+        _html_result(), url="http://a.test/dir/p4", body=b"<p>no links</p>"))
+    # p2 and p3 have four links each (PAGE among them): 0.075 apiece.
+    assert _cash_by_url(lines) == pytest.approx({
+        "http://b.test/x": 0.15, "http://a.test/dir/other": 0.15, "http://a.test/map": 0.15,
+        PAGE: 0.075})
+    assert status.counters["links.held_cash"] == 4
