@@ -615,8 +615,8 @@ class SyntheticWebServer:
         assert self._process is not None, "server not started"
         return self._process.pid
 
-    def start(self) -> str:
-        """Start the server and wait until it listens; return ``proxy_url``."""
+    def _command(self) -> list[str]:
+        """The command line of the server process."""
         command = [
             sys.executable,
             "-m",
@@ -630,6 +630,11 @@ class SyntheticWebServer:
         ]
         if self.log_path is not None:
             command += ["--log", str(self.log_path)]
+        return command
+
+    def start(self) -> str:
+        """Start the server and wait until it listens; return ``proxy_url``."""
+        command = self._command()
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
