@@ -131,6 +131,7 @@ from drum.store import (
     JournalChunk,
     MergeResult,
     NewKeys,
+    ReleaseLimits,
 )
 
 __all__ = [
@@ -162,6 +163,7 @@ __all__ = [
     "MergeResult",
     "NewKeys",
     "ReasonTable",
+    "ReleaseLimits",
     "announced",
     "checksum",
     "collect_garbage",

@@ -56,7 +56,9 @@ offset  field                type   meaning and merge rule
                                     URL's content (0 = none); max. A URL whose announcement
                                     is newer than its last fetch outcome (``recrawl_s``) is
                                     due whatever its next fetch time
-132     reserved4            u4     0 (kept for a later layout)
+132     shape                u4     32-bit hash of the URL's shape within its host (the
+                                    caller's; budgets per shape); max (0 = none: files
+                                    written before it was used hold 0)
 ======  ===================  =====  ==========================================================
 
 Each layout's record is the start of the next one's: a version 2 record (64 bytes) is a
@@ -171,7 +173,7 @@ RECORD = np.dtype(
         ("etag_info", "u1"),
         ("etag", "S32"),
         ("announced_s", "<u4"),
-        ("reserved4", "<u4"),
+        ("shape", "<u4"),
     ]
 )
 assert RECORD.itemsize == 136
@@ -401,10 +403,11 @@ def discoveries(
     next_fetch_ms: Any = None,
     interval_s: Any = 0,
     announced_s: Any = 0,
+    shape: Any = 0,
 ) -> np.ndarray:
     """Records of ``n`` URLs found as links (UNFETCHED, due at ``next_fetch_ms`` or now), with
-    a recrawl interval hint ``interval_s`` (0: none) and the time a sitemap announced their
-    content changed, ``announced_s`` (0: none).
+    a recrawl interval hint ``interval_s`` (0: none), the time a sitemap announced their
+    content changed, ``announced_s`` (0: none), and their ``shape`` hash (0: none).
 
     Arguments other than ``n`` are scalars or arrays of length ``n``.
     """
@@ -418,6 +421,7 @@ def discoveries(
     records["host"] = host
     records["interval_s"] = interval_s
     records["announced_s"] = announced_s
+    records["shape"] = shape
     return records
 
 
@@ -519,7 +523,7 @@ def _fold(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarr
         out[field] = np.minimum(total, 0xFFFF)
     out["flags"] = np.bitwise_or.reduceat(values["flags"], starts)
     out["announced_s"] = np.maximum.reduceat(values["announced_s"], starts)
-    out["reserved4"] = 0
+    out["shape"] = np.maximum.reduceat(values["shape"], starts)
     # Payload: the oldest record that has one.
     has = values["payload_len"] != 0
     holder = np.minimum.reduceat(np.where(has, index, n), starts)
@@ -586,7 +590,7 @@ def combine_one(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
         out[field] = min(older[field] + newer[field], 0xFFFF)
     out["flags"] = older["flags"] | newer["flags"]
     out["announced_s"] = max(older["announced_s"], newer["announced_s"])
-    out["reserved4"] = 0
+    out["shape"] = max(older["shape"], newer["shape"])
     source = older if older["payload_len"] else newer
     for field in PAYLOAD_FIELDS:
         out[field] = source[field]

@@ -50,7 +50,7 @@ import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -256,6 +256,10 @@ class DueSelection:
     revisits: int = 0
     #: Made from the due window (:mod:`drum.due_window`), without reading the runs.
     from_window: bool = False
+    #: Of ``remaining``, the new URLs a :class:`ReleaseLimits` held back: their host's limit
+    #: was 0, or within it their shape's.
+    held_by_host: int = 0
+    held_by_shape: int = 0
 
 
 @dataclass(frozen=True)
@@ -477,12 +481,75 @@ def _rank_within(groups: np.ndarray, order: np.ndarray) -> np.ndarray:
     return ranks
 
 
+class ReleaseLimits(Protocol):
+    """Budgets a due selection keeps (the DRUM's user's): how many more new URLs (UNFETCHED)
+    of a host, and of a shape within a host (the records' ``host`` and ``shape`` hashes), it
+    may take now. Revisits are not limited. A selection asks once for each host and pair it
+    meets, for all of them at once."""
+
+    def host_limits(self, hosts: np.ndarray) -> np.ndarray:
+        """For each host hash (unique, uint32), how many more of its URLs may go (>= 0)."""
+        ...
+
+    def shape_limits(self, hosts: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+        """For each (host, shape) pair (unique), how many more of its URLs may go (>= 0)."""
+        ...
+
+
+class _Limits:
+    """The answers of a :class:`ReleaseLimits` for one selection, asked once per host and
+    pair, and the due records each kind of limit held back. Memory O(hosts and pairs met)."""
+
+    def __init__(self, limits: ReleaseLimits) -> None:
+        self._limits = limits
+        self._hosts: dict[int, int] = {}
+        self._shapes: dict[tuple[int, int], int] = {}
+        #: Due new URLs held back this selection: their host's limit was 0 ...
+        self.held_by_host = 0
+        #: ... or, within it, their shape's.
+        self.held_by_shape = 0
+
+    def caps(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The host and shape limits of each record (revisits: unlimited). O(n)."""
+        n = len(values)
+        host_cap = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        shape_cap = host_cap.copy()
+        new = values["status"] == DrumStatus.UNFETCHED
+        if not new.any():
+            return host_cap, shape_cap
+        hosts = values["host"][new].astype(np.int64)
+        shapes = values["shape"][new].astype(np.int64)
+        missing = sorted({h for h in hosts.tolist() if h not in self._hosts})
+        if missing:
+            answers = self._limits.host_limits(np.array(missing, dtype=np.uint32))
+            self._hosts.update(zip(missing, np.asarray(answers).tolist(), strict=True))
+        pairs = list(zip(hosts.tolist(), shapes.tolist(), strict=True))
+        unknown = sorted({pair for pair in pairs if pair not in self._shapes})
+        if unknown:
+            answers = self._limits.shape_limits(
+                np.array([h for h, _ in unknown], dtype=np.uint32),
+                np.array([s for _, s in unknown], dtype=np.uint32))
+            self._shapes.update(zip(unknown, np.asarray(answers).tolist(), strict=True))
+        host_cap[new] = [self._hosts[h] for h in hosts.tolist()]
+        shape_cap[new] = [self._shapes[pair] for pair in pairs]
+        return host_cap, shape_cap
+
+    def count_held(self, values: np.ndarray) -> None:
+        """Count the due records of a chunk that a limit of 0 holds back. O(n)."""
+        host_cap, shape_cap = self.caps(values)
+        by_host = host_cap <= 0
+        self.held_by_host += int(np.count_nonzero(by_host))
+        self.held_by_shape += int(np.count_nonzero(~by_host & (shape_cap <= 0)))
+
+
 class _Pool:
     """The best ``max_urls`` candidates offered, by (rank desc, key asc), at most ``per_host``
-    per host. Memory O(max_urls + one chunk)."""
+    per host, and with ``limits`` at most their host's and shape's limits. Memory O(max_urls +
+    one chunk)."""
 
-    def __init__(self, policy: DuePolicy) -> None:
+    def __init__(self, policy: DuePolicy, limits: _Limits | None = None) -> None:
         self.policy = policy
+        self.limits = limits
         self.keys = _EMPTY_KEYS
         self.values = np.empty(0, dtype=RECORD)
         self.rank = np.empty(0, dtype=np.float64)
@@ -504,6 +571,9 @@ class _Pool:
         keys = np.concatenate((self.keys, keys))
         values = concat([self.values, values])
         rank = np.concatenate((self.rank, rank))
+        if self.limits is not None:
+            keep = self._within_limits(keys, values, rank)
+            keys, values, rank = keys[keep], select(values, keep), rank[keep]
         if self.policy.per_host > 0:
             hosts = values["host"]
             order = np.lexsort((keys, -rank, hosts))
@@ -512,6 +582,19 @@ class _Pool:
             keys, values, rank = keys[keep], select(values, keep), rank[keep]
         order = np.lexsort((keys, -rank))[:max_urls]
         self.keys, self.values, self.rank = keys[order], take(values, order), rank[order]
+
+    def _within_limits(self, keys: np.ndarray, values: np.ndarray, rank: np.ndarray
+                       ) -> np.ndarray:
+        """Which candidates their shape's limit, then their host's, leaves, best first."""
+        host_cap, shape_cap = self.limits.caps(values)
+        hosts = values["host"].astype(np.uint64)
+        pairs = (hosts << np.uint64(32)) | values["shape"].astype(np.uint64)
+        keep = _rank_within(pairs, np.lexsort((keys, -rank, pairs))) < shape_cap
+        kept = np.flatnonzero(keep)
+        if len(kept):
+            order = np.lexsort((keys[kept], -rank[kept], hosts[kept]))
+            keep[kept] = _rank_within(hosts[kept], order) < host_cap[kept]
+        return keep
 
 
 class _DueSelector:
@@ -522,10 +605,11 @@ class _DueSelector:
     counted during the scan and the candidates trimmed at the end (so a selection may hold
     fewer than ``max_urls`` when candidates of full hosts were kept over others)."""
 
-    def __init__(self, policy: DuePolicy) -> None:
+    def __init__(self, policy: DuePolicy, limits: ReleaseLimits | None = None) -> None:
         self.policy = policy
-        self._new = _Pool(policy)
-        self._revisits = _Pool(policy) if policy.refresh_share > 0 else self._new
+        self.limits = _Limits(limits) if limits is not None else None
+        self._new = _Pool(policy, self.limits)
+        self._revisits = _Pool(policy, self.limits) if policy.refresh_share > 0 else self._new
         self.keys = _EMPTY_KEYS
         self.values = np.empty(0, dtype=RECORD)
         #: Due records offered (selected or not).
@@ -564,6 +648,8 @@ class _DueSelector:
             return
         self.due += count
         keys, values, next_fetch = keys[due], select(values, due), next_fetch[due]
+        if self.limits is not None:
+            self.limits.count_held(values)
         rank = self._rank(values)
         if self._revisits is self._new:
             self._new.offer(keys, values, rank)
@@ -884,13 +970,15 @@ class Drum:
         keys = np.asarray(keys, dtype=np.uint64)
         return self._add(CHECK_UPDATE, keys, values, payloads, now_ms)
 
-    def merge(self, *, now_ms: int, major: bool = False, select: bool = False) -> MergeResult:
+    def merge(self, *, now_ms: int, major: bool = False, select: bool = False,
+              limits: ReleaseLimits | None = None) -> MergeResult:
         """Merge the buffer now (a minor merge; with an empty buffer no run or payload file is
         written, only a new manifest); with ``major``, then also a major merge (fold, archive,
         select due URLs); with ``select``, then the due selection: a major merge's when one is
         due anyway, else a read-only pass over the folded runs (:meth:`_MergeState.select`).
+        ``limits`` bound the new URLs a selection takes per host and per shape of a host.
         I/O: see the module docstring."""
-        return self._merge(now_ms, force_major=major, select=select)
+        return self._merge(now_ms, force_major=major, select=select, limits=limits)
 
     def _add(
         self,
@@ -978,14 +1066,15 @@ class Drum:
     def _new_name(self, prefix: str, serial: int, index: int) -> str:
         return f"{prefix}-{serial:010x}-{os.urandom(4).hex()}-{index:x}.drum"
 
-    def _merge(self, now_ms: int, force_major: bool = False, select: bool = False) -> MergeResult:
+    def _merge(self, now_ms: int, force_major: bool = False, select: bool = False,
+               limits: ReleaseLimits | None = None) -> MergeResult:
         self._ensure_open()
         old = self.manifest
         serial = old.serial + 1
         written: list[str] = []  # paths of new files, removed if the merge fails
         opened: list[RunFile] = []
         try:
-            state = _MergeState(self, old, serial, now_ms, written, opened)
+            state = _MergeState(self, old, serial, now_ms, written, opened, limits)
             result = state.minor()
             main_records = state.main_records()
             major = force_major or state.delta_records() > self.config.major_ratio * max(
@@ -1210,8 +1299,10 @@ class _MergeState:
         now_ms: int,
         written: list[str],
         opened: list[RunFile],
+        limits: ReleaseLimits | None = None,
     ) -> None:
         self.drum = drum
+        self.limits = limits
         self.config = drum.config
         self.serial = serial
         self.now_ms = now_ms
@@ -1465,7 +1556,7 @@ class _MergeState:
         lease or QUEUED mark is written, as a small delta run. O(window) time."""
         window = self.window
         assert window is not None
-        selector = _DueSelector(self.config.due)
+        selector = _DueSelector(self.config.due, self.limits)
         selector.offer_due(window.keys, window.values, self.now_ms)
         self._lap("window.select")
         self._count_window("selections")
@@ -1488,7 +1579,7 @@ class _MergeState:
         sources = [r for r in [self.main, *self.deltas] if r is not None]
         main_writer = self._run_writer(KIND_MAIN) if rewrite else None
         archive_writer: RunWriter | None = None
-        selector = _DueSelector(self.config.due)
+        selector = _DueSelector(self.config.due, self.limits)
         due_policy = self.config.due
         builder = None
         if self.config.windowed:
@@ -1607,6 +1698,8 @@ class _MergeState:
             next_due_ms=next_due_ms,
             revisits=selector.revisits,
             from_window=from_window,
+            held_by_host=selector.limits.held_by_host if selector.limits is not None else 0,
+            held_by_shape=selector.limits.held_by_shape if selector.limits is not None else 0,
         )
 
     # -- the due window

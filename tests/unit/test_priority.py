@@ -341,3 +341,81 @@ def test_releases_from_the_due_window_are_not_spaced_out(directory: str) -> None
     assert second.counts["window.selections"] == 1
     db.apply([("http://d.example/", "L", "http://b.other/")], [], later + 10)
     assert db.next_release_ms(later + 10) == later + 1000  # release_seconds, not stretched
+
+
+# ---------------------------------------------------------------------------- release limits
+
+
+class _Limits:
+    """Limits from plain dicts (missing: no limit), counting what the selection asks."""
+
+    def __init__(self, hosts: dict[int, int], shapes: dict[tuple[int, int], int]) -> None:
+        self.hosts, self.shapes = hosts, shapes
+        self.asked: list[int] = []
+
+    def host_limits(self, hosts: np.ndarray) -> np.ndarray:
+        self.asked += hosts.tolist()
+        return np.array([self.hosts.get(h, 1000) for h in hosts.tolist()])
+
+    def shape_limits(self, hosts: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+        return np.array([self.shapes.get(pair, 1000)
+                         for pair in zip(hosts.tolist(), shapes.tolist(), strict=True)])
+
+
+def _discover_shaped(drum: Drum, found: list[tuple[str, float, int]], now: int) -> None:
+    urls = [url for url, _, _ in found]
+    hosts = np.array([host_key(u.split("/")[2]) for u in urls], dtype=np.uint32)
+    values = discoveries(len(urls), now_ms=now, score=np.array([s for _, s, _ in found],
+                                                                dtype=np.float32),
+                         host=hosts, shape=np.array([s for _, _, s in found], dtype=np.uint32))
+    drum.check_update(url_keys(urls), values, [u.encode() for u in urls], now_ms=now)
+
+
+def test_a_selection_keeps_the_limits_of_each_host_and_shape_best_first(tmp_path: Path) -> None:
+    policy = DuePolicy(max_urls=100, per_host=10, lease_ms=0, mark_queued=True)
+    drum = Drum.create(str(tmp_path / "d"), DrumConfig(block_records=2, due=policy, fsync=False))
+    a, b, c = host_key("a.example"), host_key("b.example"), host_key("c.example")
+    _discover_shaped(drum, [
+        ("http://a.example/cal/1", 0.9, 7), ("http://a.example/cal/2", 0.8, 7),
+        ("http://a.example/cal/3", 0.7, 7), ("http://a.example/item/1", 0.5, 8),
+        ("http://a.example/item/2", 0.4, 8), ("http://a.example/item/3", 0.3, 8),
+        ("http://b.example/0", 1.0, 1), ("http://b.example/1", 1.0, 1),
+        ("http://c.example/0", 0.1, 9), ("http://c.example/1", 0.2, 9),
+    ], T0)
+    limits = _Limits(hosts={a: 3, b: 0}, shapes={(a, 7): 1, (c, 9): 0})
+    due = drum.merge(now_ms=T0 + 1, select=True, limits=limits).due
+    # a: its best calendar URL (its shape's limit: 1), then its best items up to the host's 3;
+    # b's and c's limits are 0: held back, counted by the limit that held them.
+    assert sorted(p.decode() for p in due.payloads) == [
+        "http://a.example/cal/1", "http://a.example/item/1", "http://a.example/item/2"]
+    assert (due.held_by_host, due.held_by_shape) == (2, 2)
+    assert due.remaining == 7
+    assert sorted(set(limits.asked)) == sorted({a, b, c})  # each host asked once
+    # Once a limit grows, the held URLs go, best first.
+    limits.hosts[b] = 1
+    due = drum.merge(now_ms=T0 + 2, select=True, limits=limits).due
+    assert "http://b.example/0" in {p.decode() for p in due.payloads} or (
+        "http://b.example/1" in {p.decode() for p in due.payloads})
+    assert due.held_by_shape == 2  # c's shape still 0
+
+
+def test_selections_from_the_due_window_keep_the_limits_too(
+    tmp_path: Path,
+) -> None:
+    policy = DuePolicy(max_urls=100, per_host=10, lease_ms=0, mark_queued=True,
+                       window_urls=100)
+    drum = Drum.create(str(tmp_path / "d"), DrumConfig(block_records=2, due=policy, fsync=False,
+                                                       archive=ArchivePolicy()))
+    a = host_key("a.example")
+    _discover_shaped(drum, [(f"http://a.example/{i}", 1.0 - i / 10, 1) for i in range(5)], T0)
+    limits = _Limits(hosts={a: 2}, shapes={})
+    first = drum.merge(now_ms=T0 + 1, select=True, limits=limits).due  # a pass: builds the window
+    assert len(first.payloads) == 2
+    limits.hosts[a] = 1
+    second = drum.merge(now_ms=T0 + 2, select=True, limits=limits).due
+    assert second.from_window
+    assert [p.decode() for p in second.payloads] == ["http://a.example/2"]
+    assert (second.held_by_host, second.remaining) == (0, 2)
+    limits.hosts[a] = 0
+    third = drum.merge(now_ms=T0 + 3, select=True, limits=limits).due
+    assert (len(third.payloads), third.held_by_host) == (0, 2)
