@@ -256,9 +256,9 @@ class DueSelection:
     revisits: int = 0
     #: Made from the due window (:mod:`drum.due_window`), without reading the runs.
     from_window: bool = False
-    #: Of ``remaining``, the new URLs a :class:`ReleaseLimits` held back: their host's limit
+    #: Of ``remaining``, the new URLs a :class:`ReleaseLimits` held back: their group's limit
     #: was 0, or within it their shape's.
-    held_by_host: int = 0
+    held_by_group: int = 0
     held_by_shape: int = 0
 
 
@@ -483,12 +483,16 @@ def _rank_within(groups: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 class ReleaseLimits(Protocol):
     """Budgets a due selection keeps (the DRUM's user's): how many more new URLs (UNFETCHED)
-    of a host, and of a shape within a host (the records' ``host`` and ``shape`` hashes), it
-    may take now. Revisits are not limited. A selection asks once for each host and pair it
-    meets, for all of them at once."""
+    of a group of hosts (a registered domain, say), and of a shape within a host (the records'
+    ``host`` and ``shape`` hashes), it may take now. Revisits are not limited. A selection asks
+    once for each host, group and pair it meets, for all of them at once."""
 
-    def host_limits(self, hosts: np.ndarray) -> np.ndarray:
-        """For each host hash (unique, uint32), how many more of its URLs may go (>= 0)."""
+    def groups(self, hosts: np.ndarray) -> np.ndarray:
+        """The group (int64) of each host hash (unique, uint32)."""
+        ...
+
+    def group_limits(self, groups: np.ndarray) -> np.ndarray:
+        """For each group (unique), how many more of its URLs may go (>= 0)."""
         ...
 
     def shape_limits(self, hosts: np.ndarray, shapes: np.ndarray) -> np.ndarray:
@@ -496,50 +500,63 @@ class ReleaseLimits(Protocol):
         ...
 
 
+_UNLIMITED = np.iinfo(np.int64).max
+
+
 class _Limits:
-    """The answers of a :class:`ReleaseLimits` for one selection, asked once per host and
-    pair, and the due records each kind of limit held back. Memory O(hosts and pairs met)."""
+    """The answers of a :class:`ReleaseLimits` for one selection, asked once per host, group
+    and pair, and the due records each kind of limit held back. Memory O(hosts and pairs
+    met)."""
 
     def __init__(self, limits: ReleaseLimits) -> None:
         self._limits = limits
-        self._hosts: dict[int, int] = {}
+        self._group_of: dict[int, int] = {}
+        self._groups: dict[int, int] = {}
         self._shapes: dict[tuple[int, int], int] = {}
-        #: Due new URLs held back this selection: their host's limit was 0 ...
-        self.held_by_host = 0
+        #: Due new URLs held back this selection: their group's limit was 0 ...
+        self.held_by_group = 0
         #: ... or, within it, their shape's.
         self.held_by_shape = 0
 
-    def caps(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The host and shape limits of each record (revisits: unlimited). O(n)."""
+    def caps(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The group, the group's limit and the shape's limit of each record (revisits:
+        group -1, unlimited). O(n) and a question per host, group and pair not met yet."""
         n = len(values)
-        host_cap = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-        shape_cap = host_cap.copy()
+        group = np.full(n, -1, dtype=np.int64)
+        group_cap = np.full(n, _UNLIMITED, dtype=np.int64)
+        shape_cap = group_cap.copy()
         new = values["status"] == DrumStatus.UNFETCHED
         if not new.any():
-            return host_cap, shape_cap
-        hosts = values["host"][new].astype(np.int64)
-        shapes = values["shape"][new].astype(np.int64)
-        missing = sorted({h for h in hosts.tolist() if h not in self._hosts})
+            return group, group_cap, shape_cap
+        hosts = values["host"][new].astype(np.int64).tolist()
+        shapes = values["shape"][new].astype(np.int64).tolist()
+        missing = sorted(set(hosts) - self._group_of.keys())
         if missing:
-            answers = self._limits.host_limits(np.array(missing, dtype=np.uint32))
-            self._hosts.update(zip(missing, np.asarray(answers).tolist(), strict=True))
-        pairs = list(zip(hosts.tolist(), shapes.tolist(), strict=True))
-        unknown = sorted({pair for pair in pairs if pair not in self._shapes})
-        if unknown:
+            answers = self._limits.groups(np.array(missing, dtype=np.uint32))
+            self._group_of.update(zip(missing, np.asarray(answers).tolist(), strict=True))
+        groups = [self._group_of[h] for h in hosts]
+        missing = sorted(set(groups) - self._groups.keys())
+        if missing:
+            answers = self._limits.group_limits(np.array(missing, dtype=np.int64))
+            self._groups.update(zip(missing, np.asarray(answers).tolist(), strict=True))
+        pairs = list(zip(hosts, shapes, strict=True))
+        missing = sorted(set(pairs) - self._shapes.keys())
+        if missing:
             answers = self._limits.shape_limits(
-                np.array([h for h, _ in unknown], dtype=np.uint32),
-                np.array([s for _, s in unknown], dtype=np.uint32))
-            self._shapes.update(zip(unknown, np.asarray(answers).tolist(), strict=True))
-        host_cap[new] = [self._hosts[h] for h in hosts.tolist()]
+                np.array([h for h, _ in missing], dtype=np.uint32),
+                np.array([s for _, s in missing], dtype=np.uint32))
+            self._shapes.update(zip(missing, np.asarray(answers).tolist(), strict=True))
+        group[new] = groups
+        group_cap[new] = [self._groups[g] for g in groups]
         shape_cap[new] = [self._shapes[pair] for pair in pairs]
-        return host_cap, shape_cap
+        return group, group_cap, shape_cap
 
     def count_held(self, values: np.ndarray) -> None:
         """Count the due records of a chunk that a limit of 0 holds back. O(n)."""
-        host_cap, shape_cap = self.caps(values)
-        by_host = host_cap <= 0
-        self.held_by_host += int(np.count_nonzero(by_host))
-        self.held_by_shape += int(np.count_nonzero(~by_host & (shape_cap <= 0)))
+        _, group_cap, shape_cap = self.caps(values)
+        by_group = group_cap <= 0
+        self.held_by_group += int(np.count_nonzero(by_group))
+        self.held_by_shape += int(np.count_nonzero(~by_group & (shape_cap <= 0)))
 
 
 class _Pool:
@@ -585,15 +602,15 @@ class _Pool:
 
     def _within_limits(self, keys: np.ndarray, values: np.ndarray, rank: np.ndarray
                        ) -> np.ndarray:
-        """Which candidates their shape's limit, then their host's, leaves, best first."""
-        host_cap, shape_cap = self.limits.caps(values)
+        """Which candidates their shape's limit, then their group's, leaves, best first."""
+        group, group_cap, shape_cap = self.limits.caps(values)
         hosts = values["host"].astype(np.uint64)
         pairs = (hosts << np.uint64(32)) | values["shape"].astype(np.uint64)
         keep = _rank_within(pairs, np.lexsort((keys, -rank, pairs))) < shape_cap
         kept = np.flatnonzero(keep)
         if len(kept):
-            order = np.lexsort((keys[kept], -rank[kept], hosts[kept]))
-            keep[kept] = _rank_within(hosts[kept], order) < host_cap[kept]
+            order = np.lexsort((keys[kept], -rank[kept], group[kept]))
+            keep[kept] = _rank_within(group[kept], order) < group_cap[kept]
         return keep
 
 
@@ -976,7 +993,8 @@ class Drum:
         written, only a new manifest); with ``major``, then also a major merge (fold, archive,
         select due URLs); with ``select``, then the due selection: a major merge's when one is
         due anyway, else a read-only pass over the folded runs (:meth:`_MergeState.select`).
-        ``limits`` bound the new URLs a selection takes per host and per shape of a host.
+        ``limits`` bound the new URLs a selection takes per group of hosts and per shape of a
+        host.
         I/O: see the module docstring."""
         return self._merge(now_ms, force_major=major, select=select, limits=limits)
 
@@ -1698,7 +1716,7 @@ class _MergeState:
             next_due_ms=next_due_ms,
             revisits=selector.revisits,
             from_window=from_window,
-            held_by_host=selector.limits.held_by_host if selector.limits is not None else 0,
+            held_by_group=selector.limits.held_by_group if selector.limits is not None else 0,
             held_by_shape=selector.limits.held_by_shape if selector.limits is not None else 0,
         )
 

@@ -347,15 +347,20 @@ def test_releases_from_the_due_window_are_not_spaced_out(directory: str) -> None
 
 
 class _Limits:
-    """Limits from plain dicts (missing: no limit), counting what the selection asks."""
+    """Limits from plain dicts (missing: no limit), counting what the selection asks; each
+    host is a group of its own, but for ``together``, which share one."""
 
-    def __init__(self, hosts: dict[int, int], shapes: dict[tuple[int, int], int]) -> None:
-        self.hosts, self.shapes = hosts, shapes
+    def __init__(self, hosts: dict[int, int], shapes: dict[tuple[int, int], int],
+                 together: tuple[int, ...] = ()) -> None:
+        self.hosts, self.shapes, self.together = hosts, shapes, together
         self.asked: list[int] = []
 
-    def host_limits(self, hosts: np.ndarray) -> np.ndarray:
+    def groups(self, hosts: np.ndarray) -> np.ndarray:
         self.asked += hosts.tolist()
-        return np.array([self.hosts.get(h, 1000) for h in hosts.tolist()])
+        return np.array([self.together[0] if h in self.together else h for h in hosts.tolist()])
+
+    def group_limits(self, groups: np.ndarray) -> np.ndarray:
+        return np.array([self.hosts.get(g, 1000) for g in groups.tolist()])
 
     def shape_limits(self, hosts: np.ndarray, shapes: np.ndarray) -> np.ndarray:
         return np.array([self.shapes.get(pair, 1000)
@@ -388,7 +393,7 @@ def test_a_selection_keeps_the_limits_of_each_host_and_shape_best_first(tmp_path
     # b's and c's limits are 0: held back, counted by the limit that held them.
     assert sorted(p.decode() for p in due.payloads) == [
         "http://a.example/cal/1", "http://a.example/item/1", "http://a.example/item/2"]
-    assert (due.held_by_host, due.held_by_shape) == (2, 2)
+    assert (due.held_by_group, due.held_by_shape) == (2, 2)
     assert due.remaining == 7
     assert sorted(set(limits.asked)) == sorted({a, b, c})  # each host asked once
     # Once a limit grows, the held URLs go, best first.
@@ -415,7 +420,20 @@ def test_selections_from_the_due_window_keep_the_limits_too(
     second = drum.merge(now_ms=T0 + 2, select=True, limits=limits).due
     assert second.from_window
     assert [p.decode() for p in second.payloads] == ["http://a.example/2"]
-    assert (second.held_by_host, second.remaining) == (0, 2)
+    assert (second.held_by_group, second.remaining) == (0, 2)
     limits.hosts[a] = 0
     third = drum.merge(now_ms=T0 + 3, select=True, limits=limits).due
-    assert (len(third.payloads), third.held_by_host) == (0, 2)
+    assert (len(third.payloads), third.held_by_group) == (0, 2)
+
+
+def test_the_hosts_of_a_group_share_its_limit(tmp_path: Path) -> None:
+    policy = DuePolicy(max_urls=100, per_host=10, lease_ms=0, mark_queued=True)
+    drum = Drum.create(str(tmp_path / "d"), DrumConfig(block_records=2, due=policy, fsync=False))
+    www, shop = host_key("www.a.example"), host_key("shop.a.example")
+    _discover_shaped(drum, [("http://www.a.example/1", 0.9, 1), ("http://www.a.example/2", 0.3, 1),
+                            ("http://shop.a.example/1", 0.5, 2),
+                            ("http://shop.a.example/2", 0.4, 2)], T0)
+    limits = _Limits(hosts={www: 3}, shapes={}, together=(www, shop))
+    due = drum.merge(now_ms=T0 + 1, select=True, limits=limits).due
+    assert sorted(p.decode() for p in due.payloads) == [
+        "http://shop.a.example/1", "http://shop.a.example/2", "http://www.a.example/1"]
