@@ -442,18 +442,29 @@ class ParseSection:
 
 @dataclasses.dataclass(frozen=True)
 class AdmissionSection:
-    """Budgets that need state, kept by the crawl DB (see crawl/urls/admission.py)."""
+    """Budgets kept by the crawl DB: how much of the crawl each registered domain and each URL
+    shape of a host may take; what is over is deferred (see crawl/crawldb/budgets.py)."""
 
-    max_urls_per_shape: int = 10_000
-    domain_base_urls: int = 0
+    #: A registered domain's URLs released at most: domain_base_urls, plus
+    #: domain_urls_per_linking_domain for each other domain linking to it that it does not
+    #: link back to (at most max_linking_domains of them). 0: no domain budget.
+    domain_base_urls: int = 100
     domain_urls_per_linking_domain: int = 100
     max_linking_domains: int = 1000
+    #: The domains of the seeds have no budget.
     seed_domains_unbudgeted: bool = True
+    #: A host's URLs of one shape released at most: shape_base_urls, plus
+    #: shape_urls_per_good_page for each of its pages that proved good (2xx, neither a copy
+    #: of another URL's page nor a near-duplicate). 0: no shape budget.
+    shape_base_urls: int = 50
+    shape_urls_per_good_page: float = 2.0
 
     def _validate(self) -> None:
-        for key in ("max_urls_per_shape", "domain_base_urls", "domain_urls_per_linking_domain"):
+        for key in ("domain_base_urls", "domain_urls_per_linking_domain", "shape_base_urls"):
             _check(self, "admission", key, lambda v: v >= 0, "an integer >= 0 (0: off)")
         _check(self, "admission", "max_linking_domains", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "admission", "shape_urls_per_good_page", lambda v: 0 <= v <= 1000,
+               "a number from 0 to 1000")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -788,6 +799,10 @@ RETIRED_KEYS = {
     "passes its own importance on, split over its links (see priority in conf/crawler.yaml); "
     "remove the key"
     for key in ("other_domain_link", "same_domain_link", "depth_penalty")
+} | {
+    "admission.max_urls_per_shape": "URLs over a budget are deferred, not refused, and a "
+    "shape's budget grows with the good pages it yields: see shape_base_urls and "
+    "shape_urls_per_good_page in conf/crawler.yaml; remove the key",
 }
 
 

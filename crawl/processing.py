@@ -77,15 +77,20 @@ from crawl.progress import StageStatus
 from crawl.status import Status
 from crawl.urls.normalize import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
 from crawl.urls.priority import CASH_DIGITS, link_cash
-from crawl.urls.scope import UrlPolicy
+from crawl.urls.scope import UrlPolicy, registered_domain
 
 __all__ = [
+    "DUPLICATE_REASON",
     "CaptureStore",
     "PageProcessor",
     "RecentUrls",
     "metadata_fields",
     "payload_key",
 ]
+
+#: The reason of a page's outcome when its payload was archived before under another URL.
+DUPLICATE_REASON = "duplicate:payload"
+
 
 class RecentUrls:
     """URLs this subtask sent to the crawl DB lately: a bounded set in two generations, and the
@@ -251,6 +256,7 @@ class PageProcessor:
                 and page.document is not None):
             fingerprint = fingerprint_of(page.document)
         near_query = False
+        copy_of_another = False
         if result.http_status > 0:
             metadata = (
                 metadata_fields(result, found, page,
@@ -275,6 +281,7 @@ class PageProcessor:
                 status.count("warc.not_modified")
             elif earlier is not None:
                 status.count("warc.revisits")
+                copy_of_another = earlier.target_uri != result.url
             elif captures is not None and key.startswith("sha1:") and self._warc.last_capture:
                 captures.put(key, self._warc.last_capture)
             # An exact duplicate is a revisit already; the others meet the near-duplicate stage.
@@ -291,11 +298,13 @@ class PageProcessor:
         status.count(f"pages.{result.status.value}")
         # A continuous crawl's two rates: first fetches (discovery) and refetches (refresh).
         status.count("fetches.refresh" if is_refetch(result.recrawl) else "fetches.discovery")
+        # A page that is a byte-for-byte copy of another URL's says so in its outcome: the crawl
+        # DB's shape budgets count it as no good page (crawl/crawldb/budgets.py).
         done: DoneEvent = (
             result.url,
             result.status.value,
             result.http_status,
-            result.reason,
+            DUPLICATE_REASON if copy_of_another and not result.reason else result.reason,
             result.started_ms,
         )
         revisit = None
@@ -364,7 +373,8 @@ class PageProcessor:
             group[0].append(item)
             group[1].append(amount)
         own_vnode = -1
-        if done is not None:
+        out = _other_domains(own_url, self._sent) if own_url else []
+        if done is not None or out:
             own_vnode = url_vnode(own_url, self._vnodes)
             groups.setdefault(own_vnode, ([], []))
         if not groups:
@@ -375,12 +385,13 @@ class PageProcessor:
                 vnode,
                 found=group,
                 cash=group_cash,
-                done=[done] if vnode == own_vnode else (),
+                done=[done] if vnode == own_vnode and done is not None else (),
                 line_id=self._next_line_id(),
                 hint=[(url, hints[url]) for url, _, _ in group if url in hints] if hints
                 else (),
                 lastmod=[(url, lastmods[url]) for url, _, _ in group if url in lastmods]
                 if lastmods else (),
+                out=out if vnode == own_vnode else (),
             )
             for vnode, (group, group_cash) in groups.items()
         ]
@@ -613,6 +624,13 @@ def _revisit(result: FetchResult, digest: str, simhash: int | None = None) -> Re
         else:
             observation = Observation(digest64(digest), etag, modified)
     return Revisit(state, observation)
+
+
+def _other_domains(url: str, found: list[FoundUrl]) -> list[tuple[str, str]]:
+    """(``url``'s registered domain, another) for each other domain ``found`` leads to."""
+    own = registered_domain(_host(url))
+    return [(own, domain) for domain in sorted(
+        {registered_domain(_host(link)) for link, _, _ in found} - {own})]
 
 
 def _host(url: str) -> str:

@@ -256,8 +256,8 @@ class DueSelection:
     revisits: int = 0
     #: Made from the due window (:mod:`drum.due_window`), without reading the runs.
     from_window: bool = False
-    #: Of ``remaining``, the new URLs a :class:`ReleaseLimits` held back: their group's limit
-    #: was 0, or within it their shape's.
+    #: Of ``remaining``, the new URLs a :class:`ReleaseLimits` holds back: those over their
+    #: shape's limit, and of the others those over their group's.
     held_by_group: int = 0
     held_by_shape: int = 0
 
@@ -513,10 +513,8 @@ class _Limits:
         self._group_of: dict[int, int] = {}
         self._groups: dict[int, int] = {}
         self._shapes: dict[tuple[int, int], int] = {}
-        #: Due new URLs held back this selection: their group's limit was 0 ...
-        self.held_by_group = 0
-        #: ... or, within it, their shape's.
-        self.held_by_shape = 0
+        self._group_due: dict[int, int] = {}
+        self._pair_due: dict[tuple[int, int], int] = {}
 
     def caps(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The group, the group's limit and the shape's limit of each record (revisits:
@@ -551,12 +549,31 @@ class _Limits:
         shape_cap[new] = [self._shapes[pair] for pair in pairs]
         return group, group_cap, shape_cap
 
-    def count_held(self, values: np.ndarray) -> None:
-        """Count the due records of a chunk that a limit of 0 holds back. O(n)."""
-        _, group_cap, shape_cap = self.caps(values)
-        by_group = group_cap <= 0
-        self.held_by_group += int(np.count_nonzero(by_group))
-        self.held_by_shape += int(np.count_nonzero(~by_group & (shape_cap <= 0)))
+    def count_due(self, values: np.ndarray) -> None:
+        """Count the due new records of a chunk per group and per pair. O(n)."""
+        group, _, _ = self.caps(values)
+        new = values["status"] == DrumStatus.UNFETCHED
+        if not new.any():
+            return
+        pairs = zip(values["host"][new].tolist(), values["shape"][new].tolist(), strict=True)
+        for key in group[new].tolist():
+            self._group_due[key] = self._group_due.get(key, 0) + 1
+        for pair in pairs:
+            self._pair_due[pair] = self._pair_due.get(pair, 0) + 1
+
+    def held(self) -> tuple[int, int]:
+        """The due new URLs the limits hold back: by their shape's limit, then (of those their
+        shapes' limits leave) by their group's. O(groups and pairs met)."""
+        by_shape = by_group = 0
+        left: dict[int, int] = {}
+        for pair, due in self._pair_due.items():
+            allowed = min(due, self._shapes[pair])
+            by_shape += due - allowed
+            group = self._group_of[pair[0]]
+            left[group] = left.get(group, 0) + allowed
+        for group, allowed in left.items():
+            by_group += max(0, allowed - self._groups[group])
+        return by_group, by_shape
 
 
 class _Pool:
@@ -666,7 +683,7 @@ class _DueSelector:
         self.due += count
         keys, values, next_fetch = keys[due], select(values, due), next_fetch[due]
         if self.limits is not None:
-            self.limits.count_held(values)
+            self.limits.count_due(values)
         rank = self._rank(values)
         if self._revisits is self._new:
             self._new.offer(keys, values, rank)
@@ -1706,6 +1723,7 @@ class _MergeState:
         from_window: bool = False,
     ) -> DueSelection:
         due_manifest = self.manifest.evolve(payloads=self.payloads)
+        held = selector.limits.held() if selector.limits is not None else (0, 0)
         return DueSelection(
             due_keys,
             due_values,
@@ -1716,8 +1734,8 @@ class _MergeState:
             next_due_ms=next_due_ms,
             revisits=selector.revisits,
             from_window=from_window,
-            held_by_group=selector.limits.held_by_group if selector.limits is not None else 0,
-            held_by_shape=selector.limits.held_by_shape if selector.limits is not None else 0,
+            held_by_group=held[0],
+            held_by_shape=held[1],
         )
 
     # -- the due window

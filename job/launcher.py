@@ -419,7 +419,9 @@ def run_local_crawl(
     summary.elapsed_seconds = finished - started
     summary.urls_known = int(figures.gauge("crawldb.known"))
     summary.links_rejected.update(figures.with_prefix("process.links.rejected."))
-    summary.urls_rejected.update(figures.with_prefix("crawldb.urls.rejected."))
+    summary.urls_deferred.update({
+        key[len("crawldb.deferred."):]: int(value) for key, value in figures.gauges.items()
+        if key.startswith("crawldb.deferred.")})
     summary.urls_waiting = int(figures.gauge("crawldb.pending"))
     summary.revisits = figures.counter("process.warc.revisits")
     summary.refetches = figures.counter("process.fetches.refresh")

@@ -255,7 +255,7 @@ def render_figures(view: CrawlView, uptime_seconds: float | None) -> list[str]:
         f"outcomes     {_top(view.family('process', 'pages'))}",
         f"errors       {_top(view.family('fetch', 'errors'))} (fetch attempts, robots.txt too)",
         f"rejected     links: {_top(view.family('process', 'links' + view.sep + 'rejected'), 5)}"
-        f"; URLs: {_top(view.family('crawldb', 'urls' + view.sep + 'rejected'), 5)}",
+        f"; deferred URLs: {_top(view.family('crawldb', 'deferred'), 5)}",
     ]
     if view.maxima.get("fetch.latency_ms_max"):
         lines.append(

@@ -17,14 +17,13 @@ DRUM of that moment; the DRUM's files are immutable):
 2. ``drum_journal``: ListState, the loop payloads received since the last merge;
 3. ``drum_history``: ValueState, the files recent merges dropped, kept for the retained
    checkpoints until ``crawldb.file_grace_seconds`` have passed;
-4. ``admission``: MapState, the counters of the admission budgets (:mod:`crawl.urls.admission`);
+4. ``admission``: MapState, the counters of the budgets (:mod:`crawl.crawldb.budgets`);
 5. ``fetch_keys``: MapState host -> fetch key, when hosts are grouped by IP address only (a
    host keeps the key of the address it first resolved to).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 from pyflink.common import Types
@@ -36,11 +35,11 @@ from pyflink.datastream.state import (
 )
 
 from crawl.config import Config
+from crawl.crawldb.budgets import Budgets, CachedStore
 from crawl.crawldb.partition import Answer, CrawlDbPartition, partition_directory
 from crawl.layout import OutputLayout
 from crawl.loop.records import LoopRecordError, parse_record
 from crawl.progress import StageStatus
-from crawl.urls.admission import Admission, CachedStore
 from crawl.urls.routing import AddressResolver, FetchRouter
 from operators.context import Lifecycle, subtask_of
 from operators.faults import FaultInjector
@@ -101,6 +100,10 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._status.gauge_functions["pending"] = lambda: sum(
             p.pending for p in list(self._partitions.values())
         )
+        for reason in ("budget:domain", "budget:shape"):
+            self._status.gauge_functions[f"deferred.{reason}"] = (
+                lambda reason=reason: sum(p.deferred.get(reason, 0)
+                                          for p in list(self._partitions.values())))
         self._status.gauge_functions["archived"] = lambda: sum(
             p.drum.counters.archived for p in list(self._partitions.values())
         )
@@ -132,7 +135,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         partition = self._partition(key)
         now = ctx.timer_service().current_processing_time()
         answer = partition.apply(record.found, record.done, now, record.rescore, record.near,
-                                 record.hint, record.lastmod, record.cash)
+                                 record.hint, record.lastmod, record.cash, record.out)
         self._store(partition, payload)
         self._schedule(key, partition, now, ctx)
         yield from self._emit(answer, began)
@@ -160,7 +163,8 @@ class CrawlDbFunction(KeyedProcessFunction):
         if due is None:
             # Nothing to merge or release: idle now. The metrics show the final figures (the
             # next count, which would push them, may not come), queues as they are now.
-            self._status.flush(current=("known", "buffered", "pending", "archived"))
+            self._status.flush(current=("known", "buffered", "pending", "archived",
+                                        "deferred.budget:domain", "deferred.budget:shape"))
             return
         registered = self._timers.get(key)
         if registered is None or registered > due:
@@ -176,9 +180,9 @@ class CrawlDbFunction(KeyedProcessFunction):
                 manifest=self._manifest_state.value(),
                 journal=list(self._journal_state.get() or []),
                 history=self._history_state.value(),
-                admission=Admission(
+                budgets=Budgets(
                     CachedStore(_MapStateStore(self._admission_state)),
-                    **dataclasses.asdict(self._admission_section),
+                    self._admission_section,
                 ),
                 priority=self._priority,
                 recrawl=self._recrawl,
@@ -213,7 +217,7 @@ class CrawlDbFunction(KeyedProcessFunction):
 
 class _MapStateStore:
     """A MapState of the current key (the partition being handled) as the plain stores of
-    :mod:`crawl.urls.admission` (get/put) and :mod:`crawl.urls.routing` (get/item assignment) use
+    :mod:`crawl.crawldb.budgets` (get/put) and :mod:`crawl.urls.routing` (get/item assignment) use
     it."""
 
     def __init__(self, state) -> None:

@@ -39,8 +39,9 @@ class CrawlSummary:
     urls_known: int = 0
     #: Discovered links turned away, by reason (from the process stage's figures).
     links_rejected: Counter[str] = dataclasses.field(default_factory=Counter)
-    #: New URLs the crawl DB's admission budgets turned away, by reason.
-    urls_rejected: Counter[str] = dataclasses.field(default_factory=Counter)
+    #: URLs the crawl DB's budgets held back when the crawl stopped, by reason (they go when
+    #: their budget grows: a resumed crawl may fetch them).
+    urls_deferred: Counter[str] = dataclasses.field(default_factory=Counter)
     #: URLs the crawl DB still held back when the crawl stopped (priority).
     urls_waiting: int = 0
     #: Responses written as revisit records (payload archived before).
@@ -84,7 +85,7 @@ class CrawlSummary:
         data["pages_by_status"] = dict(self.pages_by_status)
         data["reasons"] = dict(self.reasons)
         data["links_rejected"] = dict(self.links_rejected)
-        data["urls_rejected"] = dict(self.urls_rejected)
+        data["urls_deferred"] = dict(self.urls_deferred)
         data["pages"] = self.pages
         data["robots_denials"] = self.robots_denials
         data["pages_per_second"] = round(self.pages_per_second, 2)
@@ -111,9 +112,10 @@ class CrawlSummary:
         ]
         for reason, count in sorted(self.links_rejected.items(), key=lambda kv: (-kv[1], kv[0])):
             lines.append(f"    {reason:<30} {count}")
-        lines.append(f"  URLs rejected   {sum(self.urls_rejected.values())}")
-        for reason, count in sorted(self.urls_rejected.items(), key=lambda kv: (-kv[1], kv[0])):
-            lines.append(f"    {reason:<30} {count}")
+        lines.append(f"  URLs deferred   {sum(self.urls_deferred.values())}")
+        for reason, count in sorted(self.urls_deferred.items(), key=lambda kv: (-kv[1], kv[0])):
+            if count:
+                lines.append(f"    {reason:<30} {count}")
         lines += [
             f"  URLs waiting    {self.urls_waiting}",
             f"  revisits        {self.revisits}",

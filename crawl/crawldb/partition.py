@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crawl.config import CrawlDbSection, PrioritySection, RecrawlSection
+from crawl.crawldb.budgets import Budgets, shape_key
 from crawl.crawldb.recrawl import RecrawlSchedule, Revisit, states_of_records, store_states
 from crawl.loop.records import (
     Announcement,
@@ -82,8 +83,6 @@ from crawl.loop.records import (
     Rescore,
     parse_record,
 )
-from crawl.status import Status
-from crawl.urls.admission import Admission
 from crawl.urls.normalize import host_of
 from crawl.urls.priority import CASH_DIGITS, CashPolicy, rank
 from drum import (
@@ -252,15 +251,11 @@ class PartitionState:
     #: starts again, empty. Otherwise the record of this call is pending and goes to the end
     #: of the journal.
     merged: bool
-    #: Loop payloads the partition made itself (the REJECTED outcomes of URLs turned away by
-    #: admission, applied at the next merge): they go to the end of the journal.
-    journal_extra: tuple[str, ...] = ()
 
     def journal_additions(self, payload: str | None) -> list[str]:
         """What goes to the end of the journal (after clearing it when :attr:`merged`): the
-        payload of this call's record unless a merge took it, then :attr:`journal_extra`."""
-        pending = [payload] if payload is not None and not self.merged else []
-        return pending + list(self.journal_extra)
+        payload of this call's record unless a merge took it."""
+        return [payload] if payload is not None and not self.merged else []
 
 
 class CrawlDbPartition:
@@ -283,7 +278,7 @@ class CrawlDbPartition:
         manifest: bytes | None = None,
         journal: Iterable[str] = (),
         history: str | None = None,
-        admission: Admission | None = None,
+        budgets: Budgets | None = None,
         priority: PrioritySection | None = None,
         recrawl: RecrawlSection | None = None,
     ) -> None:
@@ -293,7 +288,7 @@ class CrawlDbPartition:
         )
         # When the earliest URL not due at the last release comes due (None: none will).
         self._next_due_ms: int | None = None
-        self._admission = admission if admission is not None and admission.enabled else None
+        self._budgets = budgets if budgets is not None and budgets.enabled else None
         self._cash = CashPolicy(priority if priority is not None else PrioritySection())
         self._releasing = priority is not None and priority.enabled
         self._release_ms = int(priority.release_seconds * 1000) if self._releasing else 0
@@ -306,7 +301,7 @@ class CrawlDbPartition:
         self._ops_since_release = 1
         self._pending = 0
         self._release_again = False
-        self._journal_extra: list[str] = []
+        self._deferred: dict[str, int] = {}
         self._merged = False
         self._buffer_ops = section.buffer_ops
         config = drum_config(section, priority, recrawl)
@@ -366,6 +361,12 @@ class CrawlDbPartition:
         return self._pending
 
     @property
+    def deferred(self) -> dict[str, int]:
+        """URLs held back by a budget at the last release, by reason (``budget:domain``,
+        ``budget:shape``): they go when their budget grows."""
+        return dict(self._deferred)
+
+    @property
     def drum(self) -> Drum:
         return self._drum
 
@@ -396,13 +397,24 @@ class CrawlDbPartition:
         hints: Sequence[IntervalHint] = (),
         lastmods: Sequence[Announcement] = (),
         cash: Sequence[float] | None = None,
+        out: Sequence[tuple[str, str]] = (),
     ) -> Answer:
         """Take the found URLs (with the ``cash`` each brings, their recrawl interval
-        ``hints`` and sitemap ``lastmods``), done events, rescores and near-duplicate marks of
-        one loop record; when the pending operations reach ``buffer_ops``, merge them all and
+        ``hints`` and sitemap ``lastmods``), done events, rescores, near-duplicate marks and
+        the links between registered domains (``out``: (a domain, another it links to)) of one
+        loop record; when the pending operations reach ``buffer_ops``, merge them all and
         deliver the answers."""
-        if self._admission is not None and found:
-            self._admission.saw_links(found)
+        budgets = self._budgets
+        if budgets is not None:
+            # What the record tells the budgets counts once, here (a replay of the journal
+            # after a restore finds it in the restored counters already).
+            budgets.saw_found(found)
+            for event in done:
+                budgets.saw_outcome(event[0], event[1], event[2], event[3])
+            for source, target in out:
+                budgets.saw_outlinks(source, (target,))
+            for url, _, _ in near:
+                budgets.saw_near_duplicate(url)
         self._append(found, done, now_ms, rescore, near, hints, lastmods, cash)
         if len(self._order) >= self._buffer_ops:
             return self.flush(now_ms)
@@ -419,7 +431,8 @@ class CrawlDbPartition:
         results = self._to_drum(now_ms, answer)
         if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
             began = time.perf_counter()
-            result = self._drum.merge(now_ms=now_ms, select=release)
+            result = self._drum.merge(now_ms=now_ms, select=release,
+                                      limits=self._budgets if release else None)
             results.append(result)
             if release:
                 # Only a release that passed over the DRUM spaces the next one out.
@@ -451,10 +464,8 @@ class CrawlDbPartition:
         if self._history_changed:
             history = json.dumps(self._history.to_json(), separators=(",", ":"))
             self._history_changed = False
-        extra = tuple(self._journal_extra)
-        self._journal_extra.clear()
         merged, self._merged = self._merged, False
-        return PartitionState(manifest, history, merged=merged, journal_extra=extra)
+        return PartitionState(manifest, history, merged=merged)
 
     def close(self) -> None:
         self._drum.close()
@@ -548,8 +559,11 @@ class CrawlDbPartition:
         if self._schedule is not None:
             interval = np.fromiter(hints, np.uint32, n)
             announced_s = np.fromiter(lastmods, np.uint32, n)
+        shapes = 0
+        if self._budgets is not None and self._budgets.shapes:
+            shapes = np.fromiter((shape_key(url) for url in urls), np.uint32, n)
         values = discoveries(n, now_ms=at, depth=depth, host=hosts, score=score,
-                             interval_s=interval, announced_s=announced_s)
+                             interval_s=interval, announced_s=announced_s, shape=shapes)
         payloads = [encode_payload(url, hops, via) for url, hops, via in found]
         answer.count("urls.found", n - rescored)
         return self._drum.check_update(url_keys(urls), values, payloads, now_ms=now_ms)
@@ -630,19 +644,25 @@ class CrawlDbPartition:
 
     def _deliver(self, results: list[MergeResult], now_ms: int, answer: Answer) -> None:
         batches: dict[str, list[list]] = {}
-        turned_away: list[tuple[str, str, int, str, int]] = []
         released: list[tuple[bytes, float, list | None]] = []
         for result in results:
             if result.due is not None and self._releasing:
+                due = result.due
                 self._last_release_ms = now_ms
                 self._ops_since_release = 0
-                self._pending = result.due.remaining
-                self._release_again = result.due.full and self._pending > 0
+                # Deferred URLs wait for their budget to grow: they do not keep the crawl busy.
+                self._deferred = {"budget:domain": due.held_by_group,
+                                  "budget:shape": due.held_by_shape}
+                self._pending = due.remaining - due.held_by_group - due.held_by_shape
+                self._release_again = due.full and self._pending > 0
                 self._next_due_ms = result.due.next_due_ms
                 answer.count("releases")
                 answer.count("releases.from_window", int(result.due.from_window))
                 answer.count("urls.released.revisits", result.due.revisits)
                 values = result.due.values
+                if self._budgets is not None:
+                    new = values["status"] == DrumStatus.UNFETCHED
+                    self._budgets.released(values["host"][new], values["shape"][new])
                 early = announced(values) & (values["next_fetch_ms"] > now_ms)
                 answer.count("urls.released.announced", int(np.count_nonzero(early)))
                 ranks = rank(values["score"].astype(np.float64))
@@ -669,22 +689,13 @@ class CrawlDbPartition:
                     continue
                 url, hops, via = decode_payload(payload)
                 answer.count("urls.new")
-                if self._admission is not None:
-                    reason = self._admission.admit(url, hops)
-                    if reason is not None:
-                        turned_away.append((url, Status.REJECTED.value, 0, reason, now_ms))
-                        answer.count(f"urls.rejected.{reason}")
-                        continue
                 if self._releasing:
                     self._pending += not counted  # (until the next release counts again)
                 else:
                     batches.setdefault(host_of(url), []).append([url, hops, via])
         if released:
-            rejected = {url for url, _, _, _, _ in turned_away}
             for payload, url_rank, state in released:
                 url, hops, via = decode_payload(payload)
-                if url in rejected:
-                    continue
                 item = [url, hops, via, 0, url_rank]
                 if state is not None:
                     item.append(state)  # a revisit: its recrawl state goes with it
@@ -693,12 +704,6 @@ class CrawlDbPartition:
         answer.requests = [
             (host, json.dumps(items, separators=(",", ":"))) for host, items in batches.items()
         ]
-        if turned_away:
-            # Recorded as REJECTED by the next merge; journalled so a restore does it too.
-            self._append((), turned_away, now_ms)
-            self._journal_extra.append(
-                json.dumps({"done": turned_away}, separators=(",", ":"), ensure_ascii=False)
-            )
         # Garbage: the files the merges dropped stay while a retained checkpoint may need them.
         manifest = self._drum.manifest_bytes()
         self._history.replaced(self._manifest, manifest, now_ms)

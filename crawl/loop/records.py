@@ -7,7 +7,8 @@ One loop line carries everything one page produced for one virtual node::
                  "rescore": [[url, hops, via, weight(, cash)], ...],
                  "near": [[url, original url, distance], ...],
                  "hint": [[url, seconds], ...],
-                 "lastmod": [[url, seconds since the epoch], ...]}
+                 "lastmod": [[url, seconds since the epoch], ...],
+                 "out": [[registered domain, another it links to], ...]}
 
 ``cash`` gives each found URL the cash its discovery brings (:mod:`crawl.urls.priority`), in
 the order of ``found``; lines written before cash existed have none (the crawl DB then gives
@@ -25,6 +26,9 @@ without recrawl when a ``spent`` follows): the recrawl state the URL was fetched
 the fetch saw
 (:class:`crawl.crawldb.recrawl.Revisit`, encoded), from which the crawl DB computes its next fetch
 time.
+
+``out`` names, for a page of the line's vnode, the other registered domains it links to (the
+crawl DB's domain budgets count no support from a domain that a domain links back to).
 
 ``hint`` gives found URLs a recrawl interval hint (a sitemap's ``changefreq``), which a
 continuous crawl starts their schedule with; ``lastmod`` the time a sitemap says their content
@@ -105,6 +109,8 @@ class LoopRecord(NamedTuple):
     lastmod: list[Announcement]
     #: The cash each found URL brings, in the order of ``found``; None: the line has none.
     cash: list[float] | None = None
+    #: (a registered domain, another its page links to) pairs.
+    out: list[tuple[str, str]] = []
 
 
 class LoopRecordError(ValueError):
@@ -121,6 +127,7 @@ def encode_line(
     hint: Iterable[IntervalHint] = (),
     lastmod: Iterable[Announcement] = (),
     cash: Iterable[float] | None = None,
+    out: Iterable[tuple[str, str]] = (),
 ) -> str:
     """One loop line; empty lists (and an empty id) are left out. ``cash``, when given, has an
     amount for each of ``found``."""
@@ -132,7 +139,7 @@ def encode_line(
     rescore = [item[:4] if len(item) > 4 and item[4] is None else item for item in rescore]
     for name, items in (("found", found), ("cash", amounts), ("done", done),
                         ("rescore", rescore), ("near", near), ("hint", hint),
-                        ("lastmod", lastmod)):
+                        ("lastmod", lastmod), ("out", out)):
         items = list(items) if items is not None else []
         if items:
             payload[name] = items
@@ -176,9 +183,10 @@ def parse_record(payload: str) -> LoopRecord:
         near = [(str(u), str(o), int(d)) for u, o, d in _items(data.get("near", []), 3)]
         hint = [(str(u), max(0, int(s))) for u, s in _items(data.get("hint", []), 2)]
         lastmod = [(str(u), max(0, int(s))) for u, s in _items(data.get("lastmod", []), 2)]
+        out = [(str(a), str(b)) for a, b in _items(data.get("out", []), 2)]
     except (ValueError, TypeError, AttributeError) as error:
         raise LoopRecordError(f"bad loop payload: {error}: {payload[:120]!r}") from None
-    return LoopRecord(found, done, rescore, near, hint, lastmod, cash)
+    return LoopRecord(found, done, rescore, near, hint, lastmod, cash, out)
 
 
 def _finite(value: Any) -> float:

@@ -291,6 +291,4 @@ def test_journal_additions_follow_the_merge() -> None:
 
     assert PartitionState(None, None, merged=False).journal_additions("p") == ["p"]
     assert PartitionState(None, None, merged=True).journal_additions("p") == []
-    extra = PartitionState(None, None, merged=True, journal_extra=("x",))
-    assert extra.journal_additions("p") == ["x"]
     assert PartitionState(None, None, merged=False).journal_additions(None) == []

@@ -238,21 +238,6 @@ def test_seeds_go_before_links_and_a_restore_does_not_release_twice(directory: s
     assert restored.pending == 1
 
 
-def test_urls_turned_away_by_admission_are_not_released(directory: str) -> None:
-    from crawl.urls.admission import Admission, MemoryStore
-
-    admission = Admission(MemoryStore(), max_urls_per_shape=1)
-    db = CrawlDbPartition(directory, SECTION, admission=admission,
-                          priority=PrioritySection(host_window=10))
-    db.apply([(f"http://a.example/cal/{i}", "L", "http://a.example/") for i in range(3)], [], T0)
-    answer = db.flush(T0 + 1)
-    assert len(_batches(answer)["a.example"]) == 1
-    assert answer.counts["urls.rejected.trap:shape-budget"] == 2
-    db.flush(T0 + 2000)  # the REJECTED outcomes are merged
-    statuses = sorted(record_of(db, f"http://a.example/cal/{i}")["status"] for i in range(3))
-    assert statuses == [DrumStatus.REJECTED, DrumStatus.REJECTED, DrumStatus.QUEUED]
-
-
 def test_without_priority_new_urls_go_at_once_in_the_order_found(directory: str) -> None:
     db = CrawlDbPartition(directory, SECTION, priority=PrioritySection(enabled=False))
     db.apply([(f"http://a.example/{i}", "L", "http://b.other/") for i in range(5)], [], T0)
@@ -390,10 +375,11 @@ def test_a_selection_keeps_the_limits_of_each_host_and_shape_best_first(tmp_path
     limits = _Limits(hosts={a: 3, b: 0}, shapes={(a, 7): 1, (c, 9): 0})
     due = drum.merge(now_ms=T0 + 1, select=True, limits=limits).due
     # a: its best calendar URL (its shape's limit: 1), then its best items up to the host's 3;
-    # b's and c's limits are 0: held back, counted by the limit that held them.
+    # b's and c's limits are 0: held back, counted by the limit that held them (a's two other
+    # calendar URLs and c's by their shapes, a's last item and b's by their groups).
     assert sorted(p.decode() for p in due.payloads) == [
         "http://a.example/cal/1", "http://a.example/item/1", "http://a.example/item/2"]
-    assert (due.held_by_group, due.held_by_shape) == (2, 2)
+    assert (due.held_by_group, due.held_by_shape) == (3, 4)
     assert due.remaining == 7
     assert sorted(set(limits.asked)) == sorted({a, b, c})  # each host asked once
     # Once a limit grows, the held URLs go, best first.
@@ -401,7 +387,7 @@ def test_a_selection_keeps_the_limits_of_each_host_and_shape_best_first(tmp_path
     due = drum.merge(now_ms=T0 + 2, select=True, limits=limits).due
     assert "http://b.example/0" in {p.decode() for p in due.payloads} or (
         "http://b.example/1" in {p.decode() for p in due.payloads})
-    assert due.held_by_shape == 2  # c's shape still 0
+    assert due.held_by_shape == 3  # c's two (its shape's limit is still 0) and a calendar URL
 
 
 def test_selections_from_the_due_window_keep_the_limits_too(
@@ -420,7 +406,7 @@ def test_selections_from_the_due_window_keep_the_limits_too(
     second = drum.merge(now_ms=T0 + 2, select=True, limits=limits).due
     assert second.from_window
     assert [p.decode() for p in second.payloads] == ["http://a.example/2"]
-    assert (second.held_by_group, second.remaining) == (0, 2)
+    assert (second.held_by_group, second.remaining) == (2, 2)
     limits.hosts[a] = 0
     third = drum.merge(now_ms=T0 + 3, select=True, limits=limits).due
     assert (len(third.payloads), third.held_by_group) == (0, 2)

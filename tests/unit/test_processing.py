@@ -535,6 +535,17 @@ def test_a_payload_archived_before_is_written_as_a_revisit(
     # The revisit's page is still parsed and routed: its links go round like any page's.
     assert [url for url, _, _ in _found(lines[mirror.url])] == [
         "http://b.test/x", "http://mirror.test/dir/other", "http://mirror.test/map"]
+    # Its outcome says it is a copy of another URL's page (the shape budgets count no good
+    # page for it); the same URL fetched again with the same payload is no copy.
+    def reasons(url: str) -> list[str]:
+        return [event[3] for line in lines[url]
+                for event in parse_record(decode_line(line)[1]).done]
+
+    assert reasons(mirror.url) == ["duplicate:payload"]
+    assert reasons(PAGE) == reasons(tiny_again.url) == [""]
+    again = page_processor.process(dataclasses.replace(page, started_ms=9))
+    assert [event[3] for line in again for event in parse_record(decode_line(line)[1]).done] == [
+        ""]
 
 
 def test_payload_keys() -> None:
@@ -570,6 +581,9 @@ def test_a_page_passes_its_cash_on_split_over_what_it_leads_to(
     assert _cash_by_url(lines) == {"http://a.test/dir/other": 0.2, "http://b.test/x": 0.2}
     done = [event for line in lines for event in parse_record(decode_line(line)[1]).done]
     assert done == [(PAGE, "FETCHED", 200, "", 1_700_000_000_000, None, 0.6)]  # spent
+    # The page's own line names the other domains it links to (domain budgets: reciprocity).
+    out = [pair for line in lines for pair in parse_record(decode_line(line)[1]).out]
+    assert out == [("a.test", "b.test")]
     empty = dataclasses.replace(_html_result(), url="http://a.test/empty", body=b"<p>x</p>",
                                 cash=0.6)
     (line,) = page_processor.process(empty)

@@ -126,7 +126,7 @@ def test_render_mentions_the_figures(summary: CrawlSummary) -> None:
     summary.warc_files = ["/out/warc/crawl-1.warc.gz", "/out/warc/crawl-2.warc.gz"]
     summary.crawl_logs = ["/out/logs/crawl-0.log"]
     summary.savepoint = "/out/savepoints/sp-1"
-    summary.urls_rejected.update({"budget:domain": 5, "trap:shape-budget": 2})
+    summary.urls_deferred.update({"budget:domain": 5, "budget:shape": 2})
     summary.urls_waiting = 9
     summary.revisits = 4
     summary.near_duplicates = 6
@@ -146,14 +146,14 @@ def test_render_mentions_the_figures(summary: CrawlSummary) -> None:
         "WARC files      2 in /out/warc",
         "crawl log       /out/logs/crawl-0.log",
         "savepoint       /out/savepoints/sp-1",
-        "URLs rejected   7",
+        "URLs deferred   7",
         "budget:domain                  5",
         "URLs waiting    9",
         "revisits        4",
         "near-duplicates 6",
     ):
         assert expected in text
-    assert json.loads(json.dumps(summary.to_dict()))["urls_rejected"]["budget:domain"] == 5
+    assert json.loads(json.dumps(summary.to_dict()))["urls_deferred"]["budget:domain"] == 5
 
 
 def test_summary_of_no_logs() -> None:

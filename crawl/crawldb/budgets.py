@@ -1,0 +1,242 @@
+"""Budgets of a crawl DB partition: the share of the crawl each registered domain and each URL
+shape of a host may take. What is over its budget is deferred, never dropped: it stays in the
+crawl DB, keeps its rank, and goes out as soon as its budget grows.
+
+* **Domain budget** (IRLBot's BEAST, ``admission.domain_*``): a registered domain gets at most
+  ``domain_base_urls + domain_urls_per_linking_domain x S`` of its URLs released, S being its
+  support: the distinct other registered domains seen linking to it that it does not link back
+  to (counted up to ``max_linking_domains``). Domains that link each other, as link farms on
+  many domains do, lend each other no support: a farm gets what the rest of the web gives it.
+  Every host of a domain draws on the one budget. The domains of seeds have none
+  (``seed_domains_unbudgeted``): the user chose them.
+* **Shape budget** (``admission.shape_*``): a host's URLs of one shape (digits as ``#``, the
+  query's parameter names: :func:`crawl.urls.shapes.url_shape`) get ``shape_base_urls``
+  released, plus ``shape_urls_per_good_page`` for each page of that shape that proved good: a
+  2xx answer that was neither an exact duplicate of another URL's page nor a near-duplicate.
+  So a shop's thousands of ``/item-#.html`` pages keep their shape growing while a calendar's
+  empty days, a session id's copies and a soft 404's "not found" pages stop theirs.
+
+The crawl DB's releases ask :meth:`Budgets.groups`, :meth:`Budgets.group_limits` and
+:meth:`Budgets.shape_limits` (the DRUM's :class:`drum.ReleaseLimits`), and tell
+:meth:`Budgets.released` what went. What the limits held back is counted by the release as
+deferred, by reason (``budget:domain``, ``budget:shape``).
+
+The counters live in a :class:`CounterStore` (string keys, integer values): a dict in tests,
+Flink MapState in the job (the partition's keyed state, checkpointed with it), behind a bounded
+in-memory cache. Every host of a registered domain is in one crawl DB partition (URLs are
+partitioned by registered domain), so each counter is complete where it is kept; the links a
+domain's pages make arrive in its own partition with their outcomes, which is what tells a
+reciprocal link from support.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Protocol
+
+import numpy as np
+
+from crawl.config import AdmissionSection
+from crawl.status import Status
+from crawl.urls.normalize import host_of
+from crawl.urls.scope import registered_domain
+from crawl.urls.shapes import url_shape
+from drum import host_key
+
+__all__ = ["Budgets", "CachedStore", "CounterStore", "MemoryStore", "shape_key"]
+
+#: A limit that never binds.
+UNLIMITED = 1 << 62
+
+# Counter keys (the MapState's), by their first letter:
+#   L <domain> <linking domain>   1: counted as support, 2: reciprocal (not counted)
+#   O <domain> <linked domain>    1: the domain links there
+#   N <domain hash>               support (distinct non-reciprocal linking domains)
+#   T <domain hash>               1: a seed's domain (no budget)
+#   R <domain hash>               URLs of the domain released
+#   H <host hash>                 the host's domain hash
+#   P <host hash> <shape hash>    URLs of the shape released
+#   G <host hash> <shape hash>    pages of the shape that proved good
+
+
+def shape_key(url: str) -> int:
+    """The 32-bit hash of a URL's shape (:func:`crawl.urls.shapes.url_shape`)."""
+    return host_key(url_shape(url))
+
+
+class CounterStore(Protocol):
+    """Where budget counters are kept (string keys, integer values)."""
+
+    def get(self, key: str) -> int | None: ...
+
+    def put(self, key: str, value: int) -> None: ...
+
+
+class MemoryStore(dict):
+    """Counters in a plain dict (tests, standalone use)."""
+
+    def put(self, key: str, value: int) -> None:
+        self[key] = value
+
+
+class CachedStore:
+    """A write-through cache of at most ``capacity`` counters in front of a store."""
+
+    def __init__(self, store: CounterStore, capacity: int = 100_000) -> None:
+        self._store = store
+        self._capacity = capacity
+        self._cache: OrderedDict[str, int] = OrderedDict()
+
+    def get(self, key: str) -> int | None:
+        value = self._cache.get(key)
+        if value is not None:
+            self._cache.move_to_end(key)
+            return value
+        value = self._store.get(key)
+        if value is not None:
+            self._remember(key, value)
+        return value
+
+    def put(self, key: str, value: int) -> None:
+        self._store.put(key, value)
+        self._remember(key, value)
+
+    def _remember(self, key: str, value: int) -> None:
+        self._cache[key] = value
+        self._cache.move_to_end(key)
+        if len(self._cache) > self._capacity:
+            self._cache.popitem(last=False)
+
+
+class Budgets:
+    """The budgets of one crawl DB partition (see the module docstring). Costs are a few
+    counter reads and writes per link, outcome or released URL (cached)."""
+
+    def __init__(self, store: CounterStore, section: AdmissionSection) -> None:
+        self._store = store
+        self.section = section
+        self.domains = section.domain_base_urls > 0
+        self.shapes = section.shape_base_urls > 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.domains or self.shapes
+
+    def _add(self, key: str, amount: int = 1) -> int:
+        value = max(0, (self._store.get(key) or 0) + amount)
+        self._store.put(key, value)
+        return value
+
+    # -- what the crawl DB sees
+
+    def saw_found(self, found: Iterable[tuple[str, str, str]]) -> None:
+        """Note where found URLs are: each host's domain, the seeds' domains, and the links
+        from other domains (support, unless the linked domain links back)."""
+        store = self._store
+        for url, hops, via in found:
+            host = host_of(url)
+            domain = registered_domain(host)
+            host_hash = host_key(host)
+            if store.get(f"H\t{host_hash}") is None:
+                store.put(f"H\t{host_hash}", host_key(domain))
+            if not hops:
+                if self.section.seed_domains_unbudgeted:
+                    store.put(f"T\t{host_key(domain)}", 1)
+                continue
+            if not via or not self.domains:
+                continue
+            source = registered_domain(host_of(via))
+            if source == domain:
+                continue
+            pair = f"L\t{domain}\t{source}"
+            if store.get(pair):
+                continue
+            if store.get(f"O\t{domain}\t{source}"):
+                store.put(pair, 2)  # it links back: no support
+                continue
+            store.put(pair, 1)
+            count_key = f"N\t{host_key(domain)}"
+            if (store.get(count_key) or 0) < self.section.max_linking_domains:
+                self._add(count_key)
+
+    def saw_outlinks(self, domain: str, targets: Iterable[str]) -> None:
+        """Note the other domains a page of ``domain`` links to: support they gave it is
+        taken back (they link each other)."""
+        if not self.domains:
+            return
+        store = self._store
+        for target in targets:
+            if target == domain or store.get(f"O\t{domain}\t{target}"):
+                continue
+            store.put(f"O\t{domain}\t{target}", 1)
+            pair = f"L\t{domain}\t{target}"
+            if store.get(pair) == 1:
+                store.put(pair, 2)
+                self._add(f"N\t{host_key(domain)}", -1)
+
+    def saw_outcome(self, url: str, status: str, http_status: int, reason: str) -> None:
+        """A fetch outcome: a good page raises its shape's budget."""
+        if (self.shapes and status == Status.FETCHED.value and 200 <= http_status < 300
+                and not reason.startswith("duplicate")):
+            self._add(f"G\t{host_key(host_of(url))}\t{shape_key(url)}")
+
+    def saw_near_duplicate(self, url: str) -> None:
+        """A page found a near-duplicate: it was not good after all."""
+        if self.shapes:
+            self._add(f"G\t{host_key(host_of(url))}\t{shape_key(url)}", -1)
+
+    def released(self, hosts: np.ndarray, shapes: np.ndarray) -> None:
+        """Count new URLs released (the host and shape hashes of their records)."""
+        store = self._store
+        for host, shape in zip(hosts.tolist(), shapes.tolist(), strict=True):
+            if self.domains:
+                group = store.get(f"H\t{host}")
+                if group is not None:
+                    self._add(f"R\t{group}")
+            if self.shapes and shape:
+                self._add(f"P\t{host}\t{shape}")
+
+    # -- drum.ReleaseLimits
+
+    def groups(self, hosts: np.ndarray) -> np.ndarray:
+        """The domain hash of each host hash (-1: unknown, then unlimited)."""
+        store = self._store
+        return np.array([store.get(f"H\t{host}") if store.get(f"H\t{host}") is not None else -1
+                         for host in hosts.tolist()], dtype=np.int64)
+
+    def group_limits(self, groups: np.ndarray) -> np.ndarray:
+        """How many more URLs each domain may have released now."""
+        return np.array([self.domain_room(group) for group in groups.tolist()], dtype=np.int64)
+
+    def shape_limits(self, hosts: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+        """How many more URLs each host's shape may have released now."""
+        return np.array([self.shape_room(host, shape) for host, shape
+                         in zip(hosts.tolist(), shapes.tolist(), strict=True)], dtype=np.int64)
+
+    def domain_budget(self, group: int) -> int:
+        """URLs the domain of this hash may have released, as of now."""
+        store = self._store
+        if not self.domains or group < 0 or store.get(f"T\t{group}"):
+            return UNLIMITED
+        support = store.get(f"N\t{group}") or 0
+        return self.section.domain_base_urls + self.section.domain_urls_per_linking_domain * support
+
+    def domain_room(self, group: int) -> int:
+        budget = self.domain_budget(group)
+        if budget >= UNLIMITED:
+            return UNLIMITED
+        return max(0, budget - (self._store.get(f"R\t{group}") or 0))
+
+    def shape_budget(self, host: int, shape: int) -> int:
+        """URLs of a host's shape (hashes) that may be released, as of now."""
+        if not self.shapes or not shape:
+            return UNLIMITED
+        good = self._store.get(f"G\t{host}\t{shape}") or 0
+        return self.section.shape_base_urls + int(self.section.shape_urls_per_good_page * good)
+
+    def shape_room(self, host: int, shape: int) -> int:
+        budget = self.shape_budget(host, shape)
+        if budget >= UNLIMITED:
+            return UNLIMITED
+        return max(0, budget - (self._store.get(f"P\t{host}\t{shape}") or 0))

@@ -1,0 +1,151 @@
+"""Budgets of the crawl DB: URL shapes, domain budgets that grow with the support of other
+domains (not of domains they link back to), shape budgets that grow with good pages, and the
+crawl DB deferring what is over budget instead of dropping it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crawl.config import AdmissionSection, CrawlDbSection, PrioritySection
+from crawl.crawldb.budgets import UNLIMITED, Budgets, CachedStore, MemoryStore, shape_key
+from crawl.crawldb.partition import CrawlDbPartition
+from crawl.progress import CrawlFigures, is_idle
+from crawl.urls.shapes import url_shape
+from drum import host_key
+
+T0 = 1_700_000_000_000
+SECTION = AdmissionSection(domain_base_urls=2, domain_urls_per_linking_domain=3,
+                           max_linking_domains=2, shape_base_urls=2,
+                           shape_urls_per_good_page=1.0)
+
+
+@pytest.mark.parametrize(
+    ("url", "shape"),
+    [
+        ("http://a.org/", "/"),
+        ("http://a.org/calendar/2026/12", "/calendar/#/#"),
+        ("http://a.org/calendar/2027/01", "/calendar/#/#"),
+        ("http://a.org/cal?date=2026-12-01&view=day", "/cal?date&view"),
+        ("http://a.org/cal?view=week&date=2026-12-01", "/cal?date&view"),
+        ("http://a.org/s?a=1&b=2&a=3", "/s?a&b"),
+        ("http://a.org/s?p1=1&p22=2", "/s?p#"),
+        ("http://a.org/p/v2/item-17.html", "/p/v#/item-#.html"),
+    ],
+)
+def test_url_shape(url: str, shape: str) -> None:
+    assert url_shape(url) == shape
+
+
+def _room(budgets: Budgets, host: str) -> int:
+    (group,) = budgets.groups(np.array([host_key(host)], dtype=np.uint32)).tolist()
+    (room,) = budgets.group_limits(np.array([group])).tolist()
+    return room
+
+
+def test_a_domain_budget_grows_with_the_domains_that_link_to_it_but_not_back() -> None:
+    budgets = Budgets(MemoryStore(), SECTION)
+    farm = [f"http://s{i % 4}.farm.test/p/{i}" for i in range(8)]
+    # Links inside the domain (between its own hosts) lend no support.
+    budgets.saw_found([(farm[1], "L", farm[0]), (farm[2], "L", farm[5])])
+    assert _room(budgets, "s1.farm.test") == 2
+    # Two other domains link to it: 2 + 2 x 3 = 8, each host of it drawing on that one budget.
+    budgets.saw_found([(farm[0], "L", "http://a.org/x"), (farm[3], "L", "http://b.net/")])
+    assert _room(budgets, "s2.farm.test") == 8
+    budgets.released(np.array([host_key("s0.farm.test"), host_key("s3.farm.test")]),
+                     np.zeros(2, dtype=np.uint32))
+    assert _room(budgets, "s1.farm.test") == 6
+    # It links back to b.net: b.net's support is taken back (they link each other)...
+    budgets.saw_outlinks("farm.test", ["b.net", "farm.test"])
+    assert _room(budgets, "s1.farm.test") == 3
+    # ...and c.net, which it links first, lends none when it links to it later.
+    budgets.saw_outlinks("farm.test", ["c.net"])
+    budgets.saw_found([(farm[4], "L", "http://c.net/")])
+    assert _room(budgets, "s1.farm.test") == 3
+    # At most max_linking_domains count.
+    budgets.saw_found([(farm[4], "L", f"http://d{i}.net/") for i in range(5)])
+    assert _room(budgets, "s1.farm.test") == 2 + 2 * 3 - 2
+
+
+def test_seeds_domains_and_unknown_hosts_have_no_budget() -> None:
+    budgets = Budgets(MemoryStore(), SECTION)
+    budgets.saw_found([("http://www.a.org/", "", "")])
+    assert _room(budgets, "shop.a.org") == UNLIMITED  # (a host not seen yet: no domain known)
+    budgets.saw_found([("http://shop.a.org/x", "L", "http://www.a.org/")])
+    assert _room(budgets, "shop.a.org") == UNLIMITED
+    assert _room(budgets, "never.seen.example") == UNLIMITED
+    strict = Budgets(MemoryStore(), dataclasses.replace(SECTION, seed_domains_unbudgeted=False))
+    strict.saw_found([("http://a.org/", "", "")])
+    assert _room(strict, "a.org") == 2
+
+
+def _shape_room(budgets: Budgets, url: str) -> int:
+    host = host_key(url.split("/")[2])
+    (room,) = budgets.shape_limits(np.array([host], dtype=np.uint32),
+                                   np.array([shape_key(url)], dtype=np.uint32)).tolist()
+    return room
+
+
+def test_a_shape_budget_grows_with_its_good_pages_only() -> None:
+    budgets = Budgets(MemoryStore(), SECTION)
+    items = [f"http://a.org/item-{i}.html" for i in range(10)]
+    days = [f"http://a.org/cal?day={i}" for i in range(10)]
+    assert _shape_room(budgets, items[0]) == _shape_room(budgets, days[0]) == 2
+    for url in items[:2] + days[:2]:
+        budgets.released(np.array([host_key("a.org")], dtype=np.uint32),
+                         np.array([shape_key(url)], dtype=np.uint32))
+    assert _shape_room(budgets, items[5]) == 0
+    # Items answer 200 with pages of their own: each allows one more.
+    budgets.saw_outcome(items[0], "FETCHED", 200, "")
+    budgets.saw_outcome(items[1], "FETCHED", 200, "")
+    assert _shape_room(budgets, items[5]) == 2
+    # Days are copies (of another URL's page, or near-duplicates), errors, redirects.
+    budgets.saw_outcome(days[0], "FETCHED", 200, "duplicate:payload")
+    budgets.saw_outcome(days[1], "FETCHED", 200, "")
+    budgets.saw_near_duplicate(days[1])
+    budgets.saw_outcome(days[2], "HTTP_ERROR", 404, "http:404")
+    budgets.saw_outcome(days[3], "REDIRECT", 301, "http:301")
+    assert _shape_room(budgets, days[5]) == 0
+    assert _shape_room(budgets, "http://b.org/cal?day=1") == 2  # another host: its own
+    off = Budgets(MemoryStore(), AdmissionSection(domain_base_urls=0, shape_base_urls=0))
+    assert not off.enabled
+
+
+def test_counters_go_through_the_cache() -> None:
+    backing = MemoryStore()
+    cached = CachedStore(backing, capacity=2)
+    for key in "abc":
+        cached.put(key, 1)
+    assert backing == {"a": 1, "b": 1, "c": 1}
+    assert cached.get("a") == 1  # evicted from the cache, read from the store
+    assert cached.get("zzz") is None
+
+
+def test_the_crawl_db_defers_what_is_over_budget_and_releases_it_when_the_budget_grows(
+    tmp_path: Path,
+) -> None:
+    section = dataclasses.replace(CrawlDbSection(), fsync=False)
+    budgets = Budgets(MemoryStore(), AdmissionSection(domain_base_urls=2,
+                                                      domain_urls_per_linking_domain=2,
+                                                      shape_base_urls=0))
+    db = CrawlDbPartition(str(tmp_path / "p"), section, budgets=budgets,
+                          priority=PrioritySection(host_window=100))
+    farm = [(f"http://farm.test/p/{i}", "L", "http://farm.test/") for i in range(6)]
+    db.apply(farm, [], T0, cash=[0.6 - i / 10 for i in range(6)])
+    answer = db.flush(T0 + 1)
+    sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
+    assert sent == ["http://farm.test/p/0", "http://farm.test/p/1"]  # best first
+    assert db.deferred == {"budget:domain": 4, "budget:shape": 0}
+    assert db.pending == 0  # deferred URLs keep no one busy...
+    figures = CrawlFigures(counters={"fetch.timers": 1}, gauges={"crawldb.pending": db.pending})
+    assert is_idle(figures, quiet_seconds=100, idle_seconds=10)  # ...so a crawl can end
+    # Another domain links to it: two more go, best first; nothing was dropped.
+    db.apply([("http://farm.test/p/5", "L", "http://news.example/")], [], T0 + 2, cash=[0.0])
+    answer = db.flush(T0 + 2000)
+    sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
+    assert sent == ["http://farm.test/p/2", "http://farm.test/p/3"]
+    assert db.deferred["budget:domain"] == 2
