@@ -239,7 +239,7 @@ class DomainWeb:
 
     def _build(self, url: str, place: _Place) -> DomainPage:
         if place.kind is UrlKind.REDIRECT:
-            host, path = split_url(url)
+            path = split_url(url)[1]
             return DomainPage(url, place.kind, 301, location=f"http://{place.detail}{path}")
         if place.kind is UrlKind.FARM:
             assert isinstance(place.detail, FarmHost)
@@ -249,6 +249,7 @@ class DomainWeb:
         rng = random.Random(f"synthweb:{self.seed}:domains:page:{url}")
         plan = place.plan
         assert plan is not None
+        # Each kind of page has its builder: "item" -> _item_links, "soft-404" -> _soft_404_links.
         builder = getattr(self, f"_{place.what.replace('-', '_')}_links")
         title, links = builder(rng, plan, place)
         nav = self._nav(plan)

@@ -29,15 +29,22 @@ from synthweb.sites import FarmHost
 
 __all__ = [
     "FACETS",
+    "REPEAT_HREF",
     "SESSION_PARAM",
     "calendar_date",
+    "calendar_links",
+    "day_path",
     "facet_links",
+    "facet_query",
     "farm_links",
+    "farm_path",
+    "farm_title",
     "month_path",
     "parse_facets",
     "repeat_depth",
     "session_id",
     "split_session",
+    "with_session",
 ]
 
 #: The query parameter of session ids.

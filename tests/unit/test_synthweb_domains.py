@@ -13,7 +13,10 @@ import dataclasses
 import hashlib
 import http.client
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import bs4
@@ -87,6 +90,19 @@ def test_same_seed_same_web_and_another_seed_another() -> None:
     assert _fingerprint(SyntheticWeb(TINY)) == _fingerprint(SyntheticWeb(TINY))
     other = dataclasses.replace(TINY, seed=TINY.seed + 1)
     assert _fingerprint(SyntheticWeb(TINY)) != _fingerprint(SyntheticWeb(other))
+
+
+def test_same_web_in_another_process_with_another_hash_seed() -> None:
+    code = (
+        "from synthweb import SyntheticWeb, WebConfig\n"
+        "from tests.unit.test_synthweb_domains import _fingerprint\n"
+        f"print(_fingerprint(SyntheticWeb(WebConfig.from_json({TINY.to_json()!r}))))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONHASHSEED": "4242", "PYTHONPATH": str(root)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, cwd=root, check=True, timeout=120)
+    assert result.stdout.strip() == _fingerprint(SyntheticWeb(TINY))
 
 
 # -- sites ----------------------------------------------------------------------------------
