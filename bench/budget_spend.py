@@ -13,10 +13,11 @@ number of reachable real pages (``--budget`` to change it), then with half of it
 server's request log and the ground truth, for each crawl: the reachable real pages fetched
 (count and share of them), the page fetches that went into junk (count and share of all page
 fetches, robots.txt not counted), by kind, how the crawl ended (``stop_reason`` of its
-``summary.json``) and its wall time. For the half budget also: the mean true in-degree of the
-real pages fetched, against the best possible for that many pages, the mean over all reachable
-pages (what an ordering blind to links gets), and the first and last quarter of them in the
-order fetched.
+``summary.json``) and its wall time; and (telling most with half the budget) the mean true
+in-degree of the real pages fetched, against the best possible for that many pages, the mean
+over all reachable pages (what an ordering blind to links gets), and the first and last
+quarter of them in the order fetched; in-degree counted in linking pages (a site's navigation
+makes its home and section pages the best linked) and in linking registered domains.
 
 The target the crawler is held to, with its default configuration and the full budget: at least
 90 % of the reachable real pages fetched and at most 5 % of the page fetches in traps and link
@@ -102,7 +103,6 @@ def figures(web: SyntheticWeb, truth: DomainTruth, records: list[RequestRecord],
     total = max(1, len(pages))
     trapped = sum(kinds[k] for k in _TRAPS_AND_FARMS)
     junk = sum(count for kind, count in kinds.items() if kind.is_junk)
-    quarter = max(1, len(fetched) // 4)
     return {
         "budget": budget,
         "page_fetches": len(pages),
@@ -115,12 +115,24 @@ def figures(web: SyntheticWeb, truth: DomainTruth, records: list[RequestRecord],
         "traps_and_farms_fetches": trapped,
         "traps_and_farms_share": round(trapped / total, 4),
         "fetches_by_kind": {kind.value: count for kind, count in kinds.most_common()},
-        "mean_in_degree": round(truth.mean_in_degree(fetched), 2),
-        "best_mean_in_degree": round(truth.best_mean_in_degree(len(fetched)), 2),
-        "mean_in_degree_all_reachable": round(truth.mean_in_degree(truth.reachable), 2),
-        "mean_in_degree_first_quarter": round(truth.mean_in_degree(fetched[:quarter]), 2),
-        "mean_in_degree_last_quarter": round(truth.mean_in_degree(fetched[-quarter:]), 2),
+        **_in_degrees(truth, fetched, "in_degree", domains=False),
+        **_in_degrees(truth, fetched, "in_domains", domains=True),
     }
+
+
+def _in_degrees(truth: DomainTruth, fetched: list[str], name: str, *,
+                domains: bool) -> dict[str, float]:
+    """Mean true in-degree (in pages, or in linking domains) of the pages fetched, of the best
+    as many, of all reachable pages, of the first and the last quarter fetched."""
+    quarter = max(1, len(fetched) // 4)
+    means = {
+        "": truth.mean_in_degree(fetched, domains=domains),
+        "_best": truth.best_mean_in_degree(len(fetched), domains=domains),
+        "_all_reachable": truth.mean_in_degree(truth.reachable, domains=domains),
+        "_first_quarter": truth.mean_in_degree(fetched[:quarter], domains=domains),
+        "_last_quarter": truth.mean_in_degree(fetched[-quarter:], domains=domains),
+    }
+    return {f"mean_{name}{suffix}": round(value, 2) for suffix, value in means.items()}
 
 
 def one_run(args: argparse.Namespace, label: str, budget: int) -> dict[str, Any]:
@@ -160,13 +172,13 @@ def report(rows: list[dict[str, Any]], web_line: str) -> None:
               f"{row['traps_and_farms_fetches']} ({row['traps_and_farms_share']:.1%}) | "
               f"{by_kind} | {row['stop_reason']} | {row['wall_s']} |")
     for row in rows:
-        if row["run"] == "half":
-            print(f"\nHalf budget, mean true in-degree of the real pages fetched: "
-                  f"{row['mean_in_degree']} (best possible for {row['reachable_fetched']} pages "
-                  f"{row['best_mean_in_degree']}, all reachable pages "
-                  f"{row['mean_in_degree_all_reachable']}; first quarter fetched "
-                  f"{row['mean_in_degree_first_quarter']}, last quarter "
-                  f"{row['mean_in_degree_last_quarter']})")
+        for name, unit in (("in_degree", "linking pages"), ("in_domains", "linking domains")):
+            print(f"\n{row['run']} budget, mean true in-degree ({unit}) of the "
+                  f"{row['reachable_fetched']} real pages fetched: {row[f'mean_{name}']} "
+                  f"(best possible {row[f'mean_{name}_best']}, all reachable pages "
+                  f"{row[f'mean_{name}_all_reachable']}; first quarter fetched "
+                  f"{row[f'mean_{name}_first_quarter']}, last quarter "
+                  f"{row[f'mean_{name}_last_quarter']})")
         if row["run"] == "full":
             met = (row["reachable_fetched_share"] >= TARGET_REACHED
                    and row["traps_and_farms_share"] <= TARGET_TRAPPED)

@@ -228,16 +228,20 @@ class DomainTruth:
     #: The kind of any canonical URL (:meth:`synthweb.domains.DomainWeb.kind`).
     kind_of: Callable[[str], UrlKind] = dataclasses.field(compare=False, repr=False)
 
-    def best_mean_in_degree(self, count: int) -> float:
+    def best_mean_in_degree(self, count: int, *, domains: bool = False) -> float:
         """The mean in-degree of the ``count`` best-linked reachable pages: the best a crawl
-        that fetches ``count`` of them can do."""
-        best = sorted(self.in_degree.values(), reverse=True)[:count]
+        that fetches ``count`` of them can do. ``domains``: counted in linking domains
+        (``in_domains``) instead of pages."""
+        degrees = self.in_domains if domains else self.in_degree
+        best = sorted(degrees.values(), reverse=True)[:count]
         return sum(best) / len(best) if best else 0.0
 
-    def mean_in_degree(self, urls: Iterable[str]) -> float:
-        """The mean in-degree of those of ``urls`` that are in ``reachable`` (0 if none)."""
-        degrees = [self.in_degree[url] for url in urls if url in self.in_degree]
-        return sum(degrees) / len(degrees) if degrees else 0.0
+    def mean_in_degree(self, urls: Iterable[str], *, domains: bool = False) -> float:
+        """The mean in-degree of those of ``urls`` that are in ``reachable`` (0 if none);
+        ``domains``: counted in linking domains."""
+        degrees = self.in_domains if domains else self.in_degree
+        found = [degrees[url] for url in urls if url in degrees]
+        return sum(found) / len(found) if found else 0.0
 
 
 def expected_crawl(

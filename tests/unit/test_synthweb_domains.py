@@ -315,6 +315,8 @@ def test_ground_truth_is_consistent(web: SyntheticWeb, truth) -> None:
             counted[truth.redirects.get(target, target)] += 1
     assert {u: counted[u] for u in domains.reachable} == dict(domains.in_degree)
     assert domains.best_mean_in_degree(100) >= domains.mean_in_degree(domains.reachable)
+    everywhere = domains.mean_in_degree(domains.reachable, domains=True)
+    assert domains.best_mean_in_degree(100, domains=True) > 2 * everywhere > 0
 
 
 # -- a reference crawl over HTTP ------------------------------------------------------------
