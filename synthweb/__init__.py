@@ -21,18 +21,24 @@ headers, private addresses, odd robots.txt; off by default) is described in
 The sitemap profile (Sitemap: lines in robots.txt, every sitemap format, pages only sitemaps
 lead to, and sitemap entries a crawler must refuse; off by default) is described in
 :mod:`synthweb.sitemaps`; ``WebConfig().with_sitemap_profile()`` turns it on.
+The multi-domain profile (a layout of its own: sites of very different sizes on many registered
+domains, link farms, endless spaces on real sites and soft 404s, with the real pages a crawl can
+reach and their in-degree as ground truth; off by default) is described in
+:mod:`synthweb.domains`; ``WebConfig().with_multi_domain_profile()`` turns it on.
 """
 
 from synthweb.audit import PolicyAudit, audit_hostile, audit_log, audit_policy
+from synthweb.domains import UrlKind
 from synthweb.graph import Link, Page, PageKind, Response, SyntheticWeb, WebConfig
 from synthweb.policy import is_farm, is_trap, trap_area
 from synthweb.requestlog import RequestRecord, read_request_log
 from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind, Rule
 from synthweb.server import SyntheticWebServer, SyntheticWebService
-from synthweb.truth import ExpectedCrawl, HostileTruth, PolicyTruth, SitemapTruth
+from synthweb.truth import DomainTruth, ExpectedCrawl, HostileTruth, PolicyTruth, SitemapTruth
 from synthweb.urls import canonical_url, page_identity
 
 __all__ = [
+    "DomainTruth",
     "ExpectedCrawl",
     "HostileTruth",
     "Link",
@@ -50,6 +56,7 @@ __all__ = [
     "SyntheticWeb",
     "SyntheticWebServer",
     "SyntheticWebService",
+    "UrlKind",
     "WebConfig",
     "audit_hostile",
     "audit_log",

@@ -33,6 +33,11 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="turn on the URL-policy profile (spellings, traps, link farm, popular pages)",
     )
+    parser.add_argument(
+        "--multi-domain",
+        action="store_true",
+        help="serve the multi-domain web (sites on many domains, link farms, endless spaces)",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -45,6 +50,8 @@ def main(argv: list[str] | None = None) -> None:
         config = dataclasses.replace(config, **overrides)
         if args.url_policy:
             config = config.with_url_policy_profile()
+        if args.multi_domain:
+            config = config.with_multi_domain_profile()
     except ValueError as error:
         parser.error(str(error))
     run(

@@ -10,6 +10,10 @@ two spellings count as one page requested twice; trap and farm URLs are neither 
 refused (nor status-checked), and robots.txt of the trap and farm hosts may be asked.
 :func:`audit_policy` makes the policy's own checks: spellings per page, trap and farm requests.
 
+With the multi-domain profile (``expected.domains`` set) :func:`audit_log` neither requires
+nor refuses a URL outside ``expected.fetch`` and ``expected.never`` (junk, and what only junk
+leads to), and accepts the robots.txt of every host of the web.
+
 With the hostile profile (``expected.hostile`` set) :func:`audit_log` also accepts what a
 correct hardened crawler does there: each Retry-After URL requested twice (first answer 429/503,
 then 200), each failing URL once whatever it answered, the robots.txt of every hostile host and
@@ -62,6 +66,7 @@ def audit_log(
     spellings: dict[str, dict[str, None]] = defaultdict(dict)
     truth = expected.policy
     rough = expected.hostile
+    domains = expected.domains
     retried: dict[str, list[RequestRecord]] = defaultdict(list)
     token = expected.agent_token.lower()
     for record in records:
@@ -89,8 +94,11 @@ def audit_log(
                 record.host not in expected.robots
                 and (truth is None or record.host not in truth.robots)
                 and (rough is None or record.host not in rough.robots)
+                and (domains is None or record.host not in domains.hosts)
             ):
                 problems.append(f"{url}: robots.txt of a host the crawl never needed")
+            continue
+        if domains is not None and url not in expected.fetch and url not in expected.never:
             continue
         if truth is not None and truth.bounded(url):
             if not (truth.trap_entries if truth.is_trap(url) else truth.farm_entries):

@@ -29,6 +29,10 @@ The near-duplicate profile (off by default; :mod:`synthweb.neardup`) adds pages 
 some normal hosts: copies of one article in each host's boilerplate (with its own date, counters,
 advertisement and markup; in edited groups also a few words changed), and decoys that share the
 boilerplate only, linked from their hosts' home pages.
+
+The multi-domain profile (off by default; :mod:`synthweb.domains`) is a layout of its own: with
+it on, :class:`SyntheticWeb` answers everything from :class:`synthweb.domains.DomainWeb` (hosts
+of real sites on many registered domains, link farms, endless spaces, soft 404s).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from collections.abc import Iterable
 from synthweb import changing as changing_web
 from synthweb import hostile, neardup, policy
 from synthweb import sitemaps as sitemap_web
+from synthweb.domains import DomainWeb, UrlKind
 from synthweb.robots import (
     GARBAGE_VARIANTS,
     RobotsFile,
@@ -209,6 +214,26 @@ class WebConfig:
     gone_pages: int = 4
     gone_after: float = 20.0
 
+    # -- the multi-domain profile (synthweb.domains); a layout of its own ---------------------
+
+    #: Serve the multi-domain web instead of h{i}.synth.test: ``hosts`` hosts of real sites on
+    #: many registered domains, link farms, endless spaces and soft 404s. The page-kind, link
+    #: and robots.txt shares above do not apply to it, nor can another profile be on with it.
+    multi_domain: bool = False
+    #: Pages of the largest host; 0: 15 a host of the web (at least 40). The r-th largest has
+    #: about ``largest / r ** multi_domain_size_exponent`` (at least 4).
+    multi_domain_largest_host: int = 0
+    multi_domain_size_exponent: float = 1.2
+    #: Link-farm hosts (on registered domains of their own) and the clusters they form.
+    multi_domain_farm_hosts: int = 12
+    multi_domain_farm_clusters: int = 3
+    #: Real hosts that answer every unknown path with a 200 "not found" page.
+    multi_domain_soft_404_hosts: int = 3
+    #: The calendar, session-id, repeating-path and filter spaces on real sites.
+    multi_domain_endless_spaces: bool = True
+    #: Home pages :meth:`SyntheticWeb.seeds` gives by default.
+    multi_domain_seed_sites: int = 5
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
@@ -275,6 +300,26 @@ class WebConfig:
             raise ValueError("WebConfig validator host shares add up to more than 1")
         if not isinstance(self.gone_pages, int) or self.gone_pages < 0 or self.gone_after < 0:
             raise ValueError("WebConfig.gone_pages and gone_after must be >= 0")
+        self._check_multi_domain()
+
+    def _check_multi_domain(self) -> None:
+        for name, least in (
+            ("multi_domain_largest_host", 0),
+            ("multi_domain_farm_hosts", 0),
+            ("multi_domain_farm_clusters", 1),
+            ("multi_domain_soft_404_hosts", 0),
+            ("multi_domain_seed_sites", 1),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < least:
+                raise ValueError(f"WebConfig.{name} must be an integer >= {least}, got {value!r}")
+        if not self.multi_domain_size_exponent > 0:
+            raise ValueError("WebConfig.multi_domain_size_exponent must be positive")
+        others = (self.url_policy_on or self.hostile or self.sitemaps or self.changing
+                  or self.near_duplicate_groups or self.near_duplicate_edited_groups)
+        if self.multi_domain and others:
+            raise ValueError("WebConfig.multi_domain is a layout of its own: turn the other "
+                             "profiles off")
 
     @property
     def url_policy_on(self) -> bool:
@@ -326,6 +371,13 @@ class WebConfig:
     def with_hostile_profile(self, **changes: object) -> WebConfig:
         """This configuration with the hostile profile on; ``changes`` override its fields."""
         profile: dict[str, object] = {"hostile": True}
+        profile.update(changes)
+        return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
+
+    def with_multi_domain_profile(self, **changes: object) -> WebConfig:
+        """This configuration with the multi-domain layout (:mod:`synthweb.domains`);
+        ``changes`` override its fields."""
+        profile: dict[str, object] = {"multi_domain": True}
         profile.update(changes)
         return dataclasses.replace(self, **profile)  # type: ignore[arg-type]
 
@@ -533,12 +585,17 @@ class SyntheticWeb:
         self._near_duplicates = self._place_near_duplicates()
         #: The changing-web profile's model, when it is on.
         self.changing = changing_web.ChangingWeb(self) if self.config.changing else None
+        #: The multi-domain profile's model, when it is on (it then answers everything).
+        self.domains = _domain_web(self.config) if self.config.multi_domain else None
 
     # -- hosts and robots.txt ---------------------------------------------------------------
 
     def host_names(self) -> list[str]:
         """The names of the normal hosts, ``h0.synth.test`` first (see
-        :meth:`policy_host_names` for the trap host and the farm)."""
+        :meth:`policy_host_names` for the trap host and the farm); with the multi-domain
+        profile, the hosts of real sites."""
+        if self.domains is not None:
+            return self.domains.host_names()
         return [host_name(i) for i in range(self.config.hosts)]
 
     def policy_host_names(self) -> list[str]:
@@ -584,6 +641,8 @@ class SyntheticWeb:
 
     def is_host(self, host: str) -> bool:
         """Whether ``host`` (lower-case, no port) is a host of this web (profile hosts too)."""
+        if self.domains is not None:
+            return self.domains.is_host(host)
         index = host_index(host)
         if index is not None:
             return index < self.config.hosts
@@ -610,6 +669,8 @@ class SyntheticWeb:
             return RobotsFile(
                 host, RobotsKind.UNAVAILABLE, "unknown-host", 502, "text/plain", body, ()
             )
+        if self.domains is not None:
+            return self.domains.robots(host)
         if host_index(host) is None and sitemap_web.is_sitemap_host(host):
             _, _, body = sitemap_web.response(host, "/robots.txt")
             rules = tuple(Rule(False, p) for p in sitemap_web.DISALLOWED.get(host, ()))
@@ -643,6 +704,8 @@ class SyntheticWeb:
         host, path = split_url(url)
         if not self.is_host(host):
             return None
+        if self.domains is not None:
+            return _domain_page(self.domains, url)
         if host_index(host) is None:
             if hostile.is_hostile_host(host):
                 return self._hostile_page(host, path)
@@ -660,6 +723,8 @@ class SyntheticWeb:
         so it raises ValueError)."""
         if host == policy.TRAP_HOST:
             raise ValueError(f"{host} has infinitely many pages")
+        if self.domains is not None:
+            return self._domain_pages(host)
         if self.config.hostile and hostile.is_hostile_host(host):
             return [p for p in map(self._hostile_page, [host] * 99, hostile.paths(host)) if p]
         if self.config.sitemaps and sitemap_web.is_sitemap_host(host):
@@ -685,9 +750,31 @@ class SyntheticWeb:
         return page.status if page else 404
 
     def seeds(self, count: int | None = None) -> list[str]:
-        """Home pages of the first ``count`` hosts (all hosts if None): a reasonable seed list."""
+        """Home pages of the first ``count`` hosts (all hosts if None): a reasonable seed list.
+        With the multi-domain profile: of ``count`` hosts in a seeded order
+        (``multi_domain_seed_sites`` if None)."""
+        if self.domains is not None:
+            return self.domains.seeds(count)
         hosts = self.config.hosts if count is None else min(count, self.config.hosts)
         return [f"http://{host_name(i)}/" for i in range(hosts)]
+
+    # -- the multi-domain profile -----------------------------------------------------------
+
+    def url_kind(self, url: str) -> UrlKind:
+        """What canonical ``url`` is on the multi-domain web: a real page, a redirect, a 404,
+        robots.txt, off the web, or junk (:class:`synthweb.domains.UrlKind`)."""
+        if self.domains is None:
+            raise ValueError("url_kind needs the multi-domain profile")
+        return self.domains.kind(url)
+
+    def _domain_pages(self, host: str) -> list[Page]:
+        """The real pages of a host of the multi-domain web (a farm host has no end)."""
+        assert self.domains is not None
+        if host in self.domains.farm_host_names():
+            raise ValueError(f"{host} has infinitely many pages")
+        prefix = f"http://{host}/"
+        pages = (self.page(u) for u in self.domains.legit_urls() if u.startswith(prefix))
+        return [page for page in pages if page is not None]
 
     # -- the URL-policy profile -------------------------------------------------------------
 
@@ -1318,6 +1405,8 @@ class SyntheticWeb:
         return Response(200, html_type, body)
 
     def _build_response(self, host: str, path: str, accept_gzip: bool) -> Response:
+        if self.domains is not None:
+            return Response(*self.domains.response(host, path))
         if self.config.hostile and hostile.is_hostile_host(host):
             return self._hostile_response(host, path)
         if self.config.sitemaps and sitemap_web.is_sitemap_host(host):
@@ -1395,6 +1484,32 @@ class SyntheticWeb:
 
 _ERROR_404 = b"<html><body><h1>404 Not Found</h1></body></html>\n"
 _ERROR_500 = b"<html><body><h1>500 Internal Server Error</h1></body></html>\n"
+
+
+def _domain_web(config: WebConfig) -> DomainWeb:
+    return DomainWeb(
+        config.seed,
+        config.hosts,
+        largest=config.multi_domain_largest_host,
+        exponent=config.multi_domain_size_exponent,
+        farm_hosts=config.multi_domain_farm_hosts,
+        farm_clusters=config.multi_domain_farm_clusters,
+        soft_404_hosts=config.multi_domain_soft_404_hosts,
+        endless_spaces=config.multi_domain_endless_spaces,
+        seed_sites=config.multi_domain_seed_sites,
+    )
+
+
+def _domain_page(domains: DomainWeb, url: str) -> Page | None:
+    """A page of the multi-domain web as the model's :class:`Page`."""
+    found = domains.page(url)
+    if found is None:
+        return None
+    if found.location is not None:
+        return Page(url, PageKind.REDIRECT, found.status, "text/html; charset=utf-8",
+                    location=found.location, redirect_to=found.location)
+    links = tuple(Link(anchor.href, anchor.url) for anchor in found.anchors)
+    return Page(url, PageKind.HTML, found.status, "text/html; charset=utf-8", links=links)
 
 
 def _sitemap_page(host: str, path: str) -> Page | None:

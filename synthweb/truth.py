@@ -28,13 +28,20 @@ sitemaps they lead to. Sitemap documents and the pages they list are in ``fetch`
 what the rules refuse (listed URLs of other hosts, sitemaps nested too deep and what only they
 list, sitemaps robots.txt disallows) is in ``never``. :class:`SitemapTruth` (``sitemaps``)
 names them, and the orphans: pages only sitemaps lead to.
+
+With the multi-domain profile on (:mod:`synthweb.domains`) the modelled crawler follows real
+pages only: it never follows a link into junk (an endless space, a farm page, a soft 404), so
+``fetch`` holds the real pages reachable from the seeds through real pages (robots.txt obeyed),
+the redirects and dead links on the way. A real page reachable only through junk (a past event
+only the calendar links) is not in it. :class:`DomainTruth` (``domains``) names the reachable
+real pages, how well linked each is, and where the crawl meets junk.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from synthweb import hostile as hostile_web
@@ -43,9 +50,13 @@ from synthweb import sitemaps as sitemap_web
 from synthweb.urls import canonical_url, page_identity, split_url
 
 if TYPE_CHECKING:
+    from synthweb.domains import UrlKind
     from synthweb.graph import SyntheticWeb
 
-__all__ = ["ExpectedCrawl", "HostileTruth", "PolicyTruth", "SitemapTruth", "expected_crawl"]
+__all__ = [
+    "DomainTruth", "ExpectedCrawl", "HostileTruth", "PolicyTruth", "SitemapTruth",
+    "expected_crawl",
+]
 
 DEFAULT_AGENT_TOKEN = "pyflink-crawler"
 
@@ -79,6 +90,8 @@ class ExpectedCrawl:
     hostile: HostileTruth | None = None
     #: The sitemap profile's part of the truth; None when the profile is off.
     sitemaps: SitemapTruth | None = None
+    #: The multi-domain profile's part of the truth; None when the profile is off.
+    domains: DomainTruth | None = None
 
     def robots_url(self, host: str) -> str:
         """The robots.txt URL of ``host``."""
@@ -187,6 +200,50 @@ class SitemapTruth:
     hosts: frozenset[str] = frozenset()
 
 
+@dataclasses.dataclass(frozen=True)
+class DomainTruth:
+    """The ground truth of the multi-domain profile (see the module docstring). URLs are
+    canonical; the mappings are plain dicts, treat them as read-only.
+
+    :func:`synthweb.audit.audit_log` neither requires nor refuses a URL outside ``fetch`` and
+    ``never`` here (junk, and what only junk leads to): it still checks politeness, repeats,
+    robots.txt and the statuses of ``fetch``.
+    """
+
+    #: The real pages (200) reachable from the seeds through real pages, robots.txt obeyed.
+    reachable: frozenset[str]
+    #: URL in ``reachable`` -> how many other pages in ``reachable`` link to it (a link to a
+    #: redirect counts for its target).
+    in_degree: Mapping[str, int]
+    #: URL in ``reachable`` -> how many registered domains other than its own have a page in
+    #: ``reachable`` linking to it.
+    in_domains: Mapping[str, int]
+    #: Junk URLs the pages in ``reachable`` link to, with their kind: where a crawl enters junk.
+    junk_entries: Mapping[str, UrlKind]
+    #: The real pages of the web not in ``reachable``: linked only from junk, or disallowed by
+    #: robots.txt.
+    unreachable: frozenset[str]
+    #: Every host of the web (real sites, their bare domains, farms).
+    hosts: frozenset[str]
+    #: The kind of any canonical URL (:meth:`synthweb.domains.DomainWeb.kind`).
+    kind_of: Callable[[str], UrlKind] = dataclasses.field(compare=False, repr=False)
+
+    def best_mean_in_degree(self, count: int, *, domains: bool = False) -> float:
+        """The mean in-degree of the ``count`` best-linked reachable pages: the best a crawl
+        that fetches ``count`` of them can do. ``domains``: counted in linking domains
+        (``in_domains``) instead of pages."""
+        degrees = self.in_domains if domains else self.in_degree
+        best = sorted(degrees.values(), reverse=True)[:count]
+        return sum(best) / len(best) if best else 0.0
+
+    def mean_in_degree(self, urls: Iterable[str], *, domains: bool = False) -> float:
+        """The mean in-degree of those of ``urls`` that are in ``reachable`` (0 if none);
+        ``domains``: counted in linking domains."""
+        degrees = self.in_domains if domains else self.in_degree
+        found = [degrees[url] for url in urls if url in degrees]
+        return sum(found) / len(found) if found else 0.0
+
+
 def expected_crawl(
     web: SyntheticWeb, seeds: Iterable[str], agent_token: str = DEFAULT_AGENT_TOKEN
 ) -> ExpectedCrawl:
@@ -222,6 +279,8 @@ def expected_crawl(
     linked: set[str] = set(seed_urls)
     refused: set[str] = set()
     naming_hosts: set[str] = set()
+    domains_on = web.config.multi_domain
+    junk: dict[str, UrlKind] = {}
 
     def discover(url: str | None) -> None:
         if url and url not in seen:
@@ -251,6 +310,9 @@ def expected_crawl(
             if kind in hostile_web.FAULTS:
                 once[url] = kind
                 continue
+        if domains_on and web.url_kind(url).is_junk:
+            junk[url] = web.url_kind(url)
+            continue
         if profile and url_policy.is_trap(url):
             trap_entries.add(url)
             continue
@@ -353,7 +415,48 @@ def expected_crawl(
         policy=truth,
         hostile=hostile_truth,
         sitemaps=sitemap_truth,
+        domains=_domain_truth(web, fetch, redirects, junk) if domains_on else None,
     )
+
+
+def _domain_truth(
+    web: SyntheticWeb, fetch: Mapping[str, int], redirects: Mapping[str, str],
+    junk: dict[str, UrlKind],
+) -> DomainTruth:
+    """The multi-domain truth of a finished walk: who links to each reachable real page."""
+    from synthweb.domains import UrlKind
+
+    assert web.domains is not None
+    reachable = {u for u, status in fetch.items() if status == 200 and web.url_kind(u) is
+                 UrlKind.PAGE}
+    sources: dict[str, set[str]] = {url: set() for url in reachable}
+    for source in reachable:
+        page = web.page(source)
+        assert page is not None
+        for link in page.links:
+            target = redirects.get(link.url or "", link.url)
+            if target in sources and target != source:
+                sources[target].add(source)
+    in_domains = {
+        url: len({_domain(split_url(s)[0]) for s in linking} - {_domain(split_url(url)[0])})
+        for url, linking in sources.items()
+    }
+    hosts = (web.domains.host_names() + web.domains.redirect_host_names()
+             + web.domains.farm_host_names())
+    return DomainTruth(
+        reachable=frozenset(reachable),
+        in_degree={url: len(linking) for url, linking in sources.items()},
+        in_domains=in_domains,
+        junk_entries=junk,
+        unreachable=frozenset(set(web.domains.legit_urls()) - reachable),
+        hosts=frozenset(hosts),
+        kind_of=web.url_kind,
+    )
+
+
+def _domain(host: str) -> str:
+    """The registered domain of a host of the multi-domain web (all are ``label.test``)."""
+    return ".".join(host.split(".")[-2:])
 
 
 def _sitemap_targets(
