@@ -932,12 +932,14 @@ class Drum:
         if lens is None:
             lens = np.fromiter(map(len, payloads), dtype=np.int64, count=n)
         while i < n:
+            # (The buffer can hold more than ``cap`` after a restore with a smaller buffer:
+            # then there is no room, and it is merged first.)
             count = min(cap - self._fill, n - i)
             if count > 0:
                 room = byte_cap - self._payload_bytes
                 fits = int(np.searchsorted(np.cumsum(lens[i : i + count]), room, side="right"))
                 count = max(fits, 1) if self._fill == 0 else fits
-            if count == 0:
+            if count <= 0:
                 results.append(self._merge(now_ms))
                 continue
             self._append_raw(

@@ -479,3 +479,23 @@ def test_payload_files_stay_few_and_every_url_stays_readable(tmp_path: Path) -> 
     assert any(name.startswith("pay-") for name in deleted)
     db._check()
     db.close()
+
+
+def test_a_restore_with_a_smaller_buffer_answers_every_operation_once(tmp_path: Path) -> None:
+    """A journal holding more operations than the restored DRUM's buffer (``buffer_ops``
+    lowered between two runs): the next operation merges them first, each answered once."""
+    directory = str(tmp_path / "d")
+    db = Drum.create(directory, replace(SMALL, buffer_ops=100))
+    db.check(url_keys(urls(0, 60)), now_ms=1)
+    checkpoint = (db.manifest_bytes(), [db.pending()])
+    db.close()
+    small = replace(SMALL, buffer_ops=8)
+    db = Drum.restore(directory, *checkpoint, config=small)
+    assert db.buffered == 60
+    results = db.check(url_keys(urls(60, 10)), now_ms=2)
+    results.append(db.merge(now_ms=3))
+    assert np.concatenate([r.checks.seq for r in results]).tolist() == list(range(70))
+    assert db.next_seq == 70
+    assert db.buffered == 0
+    db._check()
+    db.close()
