@@ -119,6 +119,10 @@ class DueWindow:
     def __len__(self) -> int:
         return len(self.keys)
 
+    def holds(self, values: np.ndarray) -> np.ndarray:
+        """Which of these records (as on disk) the window must hold. O(n)."""
+        return _held(values, self.horizon_ms)
+
     def usable(self, now_ms: int) -> bool:
         """Whether a selection at ``now_ms`` can be made from the window alone."""
         return now_ms <= self.horizon_ms

@@ -1127,7 +1127,9 @@ class Drum:
         * archived sets are disjoint from each other and from the live runs;
         * the counters match: distinct keys, archived keys, sequence numbers;
         * every payload reference points inside a live segment;
-        * the buffer is within its bounds and consistent with the journal marks.
+        * the buffer is within its bounds and consistent with the journal marks;
+        * the due window holds exactly the live records it must, each as it is on disk
+          (scores to float32 rounding: sums folded in another grouping).
         """
         m = self.manifest
         assert [r.info() for r in self._runs()] == m.runs(), "open runs differ from manifest"
@@ -1191,6 +1193,17 @@ class Drum:
         assert self._payload_bytes <= max(self.config.buffer_payload_bytes, 0xFFFF) or (
             len(self._keys) > self.config.buffer_ops
         ), "the buffer's payload bytes exceed their bound"
+        window = self._window
+        if window is not None:
+            held = [(keys[window.holds(values)], select(values, window.holds(values)))
+                    for keys, values, _ in self.items(archived=False)]
+            keys = np.concatenate([k for k, _ in held]) if held else _EMPTY_KEYS
+            values = concat([v for _, v in held])
+            assert keys.tolist() == window.keys.tolist(), "the due window holds other records"
+            assert np.allclose(values["score"], window.values["score"], rtol=1e-5)
+            values, expected = values.copy(), window.values.copy()
+            values["score"] = expected["score"] = 0
+            assert values.tobytes() == expected.tobytes(), "a due window record is not current"
 
 
 class _ManifestWriter(PayloadWriter):
