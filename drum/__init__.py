@@ -67,7 +67,10 @@ Hooks for the job (checkpoint consistency without a snapshot hook)
       gives back exactly the DRUM of the checkpoint (same files, same counters, same buffered
       operations with the same sequence numbers); it checks that every file exists with its
       recorded size and checksum and raises :class:`DrumMissingFileError` or
-      :class:`DrumCorruptError` naming the file otherwise.
+      :class:`DrumCorruptError` naming the file otherwise. Where the DRUM also writes its
+      manifests as files (``DrumConfig.write_manifest_files``, standalone use), a restore
+      makes its manifest the newest file, so that :meth:`Drum.open` loads it and not a later,
+      abandoned one.
     * Garbage: after each merge, ``history.replaced(old_manifest, new_manifest, now)`` then
       ``drum.collect_garbage(keep=history.retained(now))`` deletes the files that neither the
       current manifest nor any manifest current during the retention window refers to

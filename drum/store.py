@@ -695,13 +695,13 @@ class Drum:
         opener: Opener | None = None,
         verify: bool = False,
     ) -> Drum:
-        """Reopen the DRUM of ``directory`` from its newest manifest file (standalone use;
-        operations never merged are lost, as without a journal). O(files) I/O."""
-        names = [n for n in drum_file_names(directory) if n.startswith("manifest-")]
-        names = [n for n in names if n.endswith(".json")]
-        if not names:
+        """Reopen the DRUM of ``directory`` from its newest manifest file, the one with the
+        highest serial (standalone use; operations never merged are lost, as without a
+        journal; a restore makes its manifest the newest). O(files) I/O."""
+        serials = _manifest_serials(directory)
+        if not serials:
             raise DrumManifestError(directory, "no DRUM manifest in this directory")
-        newest = max(names, key=lambda n: int(n.split("-")[1], 16))
+        newest = max(serials, key=serials.__getitem__)
         path = os.path.join(directory, newest)
         with open(path, "rb") as handle:
             manifest = Manifest.from_bytes(handle.read(), path)
@@ -724,17 +724,45 @@ class Drum:
         Checks that every file exists with the recorded size and checksum (O(files) I/O;
         with ``verify``, reads and checks every block and payload: O(total size)). Raises
         :class:`DrumMissingFileError` or :class:`DrumCorruptError` naming the file.
+
+        With ``write_manifest_files``, the restored manifest becomes the one :meth:`open` loads:
+        if a manifest file of a higher serial is in the directory (a later state, abandoned by
+        this restore of an earlier one) or its own file is not, the manifest is written again
+        under a serial above every one there (same files and counters, a new name; merges go
+        on from it). The abandoned manifests and their files are left to
+        :func:`collect_garbage`. One small file written, at most.
         """
         if isinstance(manifest, bytes | bytearray):
             manifest = Manifest.from_bytes(bytes(manifest))
         elif not isinstance(manifest, Manifest):
             manifest = Manifest.from_json(manifest)
         drum = cls(directory, manifest, config or DrumConfig(), opener, verify=verify)
-        for index, chunk in enumerate(pending):
-            kinds, keys, values, payloads = decode_ops(chunk, f"pending chunk {index}")
-            drum._append_raw(kinds, keys, values, payloads)
-        drum._journal_from = drum._fill
+        try:
+            for index, chunk in enumerate(pending):
+                kinds, keys, values, payloads = decode_ops(chunk, f"pending chunk {index}")
+                drum._append_raw(kinds, keys, values, payloads)
+            drum._journal_from = drum._fill
+            if drum.config.write_manifest_files:
+                drum._become_newest()
+        except BaseException:
+            drum.close()
+            raise
         return drum
+
+    def _become_newest(self) -> None:
+        """Write the manifest again under a serial above every manifest file's of the
+        directory, unless its own file is already the newest."""
+        serials = _manifest_serials(self.directory)
+        manifest = self.manifest
+        own = serials.pop(manifest.file_name, None)
+        if own is not None and all(serial < own for serial in serials.values()):
+            return
+        serial = max([manifest.serial, *serials.values()]) + 1
+        manifest = manifest.evolve(serial=serial, token=os.urandom(4).hex())
+        path = self._path(manifest.file_name)
+        _ManifestWriter(path, self._opener, self.config.fsync).write(manifest.to_bytes())
+        self._manifest = manifest
+        self._state_version += 1
 
     def _path(self, name: str) -> str:
         return os.path.join(self.directory, name)
@@ -1204,6 +1232,15 @@ class Drum:
             values, expected = values.copy(), window.values.copy()
             values["score"] = expected["score"] = 0
             assert values.tobytes() == expected.tobytes(), "a due window record is not current"
+
+
+def _manifest_serials(directory: str) -> dict[str, int]:
+    """The manifest files of ``directory`` and their serials. O(files in the directory)."""
+    return {
+        name: int(name.split("-")[1], 16)
+        for name in drum_file_names(directory)
+        if name.startswith("manifest-") and name.endswith(".json")
+    }
 
 
 class _ManifestWriter(PayloadWriter):

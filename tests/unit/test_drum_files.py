@@ -499,3 +499,31 @@ def test_a_restore_with_a_smaller_buffer_answers_every_operation_once(tmp_path: 
     assert db.buffered == 0
     db._check()
     db.close()
+
+
+def test_open_after_a_restore_of_an_older_manifest_loads_the_restored_drum(tmp_path: Path) -> None:
+    """A restore to an earlier manifest abandons the later ones (their files stay until garbage
+    collection): Drum.open must load the restored DRUM, and then what it merged, not them."""
+    directory = str(tmp_path / "d")
+    db = Drum.create(directory, SMALL)
+    fill(db, 0, 40)
+    db.merge(now_ms=1)
+    checkpoint = db.manifest_bytes()
+    for step in range(3):  # abandoned below
+        fill(db, 1000 + 100 * step, 40)
+        db.merge(now_ms=2 + step)
+    db.close()
+    Drum.restore(directory, checkpoint, (), SMALL).close()
+    again = Drum.open(directory, SMALL)
+    assert len(again) == 40
+    fill(again, 500, 30)
+    again.merge(now_ms=10)
+    again.close()
+    final = Drum.open(directory, SMALL)
+    assert len(final) == 70
+    results = final.check(url_keys(urls(0, 40) + urls(500, 30) + urls(1000, 40)), now_ms=11)
+    results.append(final.merge(now_ms=11))
+    seen = np.concatenate([r.checks.seen for r in results]).tolist()
+    assert seen == [True] * 70 + [False] * 40
+    final._check()
+    final.close()
