@@ -3,7 +3,11 @@
 A manifest is a plain value: :meth:`Manifest.to_json` gives a JSON-able dict with a format
 version, :meth:`Manifest.to_bytes` its compact UTF-8 JSON (a few hundred bytes plus about 60
 bytes per payload file; packing keeps those few), which the job stores in Flink keyed state at
-every change.
+every change, and which a manifest file holds. The bytes end with a checksum (format version
+3): ``{...,"checksum":N}``, N being the CRC-32 of the same JSON without it (the bytes up to
+``,"checksum"``, then ``}``); :meth:`Manifest.from_bytes` checks it and raises
+:class:`~drum.errors.DrumCorruptError` naming the source when it fails. Version 2 (before
+the checksum) is still read, without one.
 Restoring with it (and the pending journal) gives back exactly the DRUM it describes, because
 the files it names never change.
 
@@ -20,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from drum.errors import DrumManifestError
-from drum.files import FileInfo
+from drum.errors import DrumCorruptError, DrumManifestError
+from drum.files import FileInfo, checksum
 from drum.record import LAYOUT_VERSION, READABLE_LAYOUTS
 
 __all__ = [
@@ -34,7 +38,10 @@ __all__ = [
     "referenced_files",
 ]
 
-MANIFEST_VERSION = 2
+#: 3: the bytes carry a checksum. 2: without one (still read).
+MANIFEST_VERSION = 3
+READABLE_MANIFEST_VERSIONS = (2, 3)
+_CHECKSUM_TAIL = re.compile(rb',"checksum":([0-9]{1,10})\}$')
 _FILE_NAME = re.compile(r"^(run|pay|manifest)-[0-9a-f-]+\.(drum|json)(\.tmp)?$")
 
 
@@ -110,22 +117,27 @@ class Manifest:
         }
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.to_json(), separators=(",", ":")).encode("utf-8")
+        """Compact JSON with its checksum last. O(files)."""
+        body = json.dumps(self.to_json(), separators=(",", ":")).encode("utf-8")
+        return body[:-1] + b',"checksum":%d}' % checksum(body)
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any], source: str = "manifest") -> Manifest:
+        """The manifest of a JSON value (of a readable version), taken as given: a checksum
+        in it is not checked (:meth:`from_bytes` checks the bytes read). O(files)."""
         try:
             if value.get("format") != "drum-manifest":
                 raise DrumManifestError(source, "not a DRUM manifest")
             # A manifest of an earlier layout lists files of that layout, each read as such.
             if (
-                value.get("version") != MANIFEST_VERSION
+                value.get("version") not in READABLE_MANIFEST_VERSIONS
                 or value.get("layout") not in READABLE_LAYOUTS
             ):
                 raise DrumManifestError(
                     source,
                     f"unsupported manifest version {value.get('version')} / layout "
-                    f"{value.get('layout')} (this code reads {MANIFEST_VERSION} / layouts "
+                    f"{value.get('layout')} (this code reads {list(READABLE_MANIFEST_VERSIONS)} "
+                    f"/ layouts "
                     f"{sorted(READABLE_LAYOUTS)})",
                 )
             return cls(
@@ -145,12 +157,24 @@ class Manifest:
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "manifest") -> Manifest:
+        """The manifest of :meth:`to_bytes`' bytes (read from a file or from state), its
+        checksum checked (a version 2 manifest has none). Raises
+        :class:`~drum.errors.DrumCorruptError` (checksum) or
+        :class:`~drum.errors.DrumManifestError` (not a manifest) naming ``source``.
+        O(size)."""
         try:
             value = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise DrumManifestError(source, f"not valid JSON: {error}") from error
         if not isinstance(value, dict):
             raise DrumManifestError(source, "not a JSON object")
+        version = value.get("version")
+        if "checksum" in value or (version in READABLE_MANIFEST_VERSIONS and version != 2):
+            tail = _CHECKSUM_TAIL.search(data)
+            if tail is None:
+                raise DrumCorruptError(source, "manifest with no checksum at its end")
+            if checksum(data[: tail.start()] + b"}") != int(tail.group(1)):
+                raise DrumCorruptError(source, "manifest checksum mismatch")
         return cls.from_json(value, source)
 
     def evolve(self, **changes: Any) -> Manifest:

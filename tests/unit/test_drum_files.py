@@ -202,6 +202,7 @@ def test_a_crawl_db_of_an_earlier_layout_is_read_and_carried_on(drum: Drum, layo
                      for entry in entries if entry]
         manifest[name] = converted if name != "main" else converted[0]
     manifest["layout"] = layout
+    manifest["version"] = 2  # (those crawls' manifests had no checksum)
     width = READABLE_LAYOUTS[layout]
     kept = [name for name in RECORD.names if RECORD.fields[name][1] < width]
     old = Drum.restore(str(directory), json.dumps(manifest).encode(), (), SMALL)
@@ -527,3 +528,61 @@ def test_open_after_a_restore_of_an_older_manifest_loads_the_restored_drum(tmp_p
     assert seen == [True] * 70 + [False] * 40
     final._check()
     final.close()
+
+
+def test_an_edited_manifest_is_refused(tmp_path: Path) -> None:
+    """The manifest, as a file and as the bytes kept in state, carries its checksum: an edited
+    counter, or a manifest of this version without its checksum, is refused naming it."""
+    directory = Path(tmp_path / "d")
+    db = Drum.create(str(directory), SMALL)
+    fill(db, 0, 40)
+    db.merge(now_ms=1)
+    state = db.manifest_bytes()
+    path = directory / db.manifest.file_name
+    db.close()
+    assert path.read_bytes() == state
+    edited = state.replace(b'"merges":1', b'"merges":2')
+    assert edited != state
+    path.write_bytes(edited)
+    with pytest.raises(DrumCorruptError, match=rf"{path.name}: manifest checksum mismatch"):
+        Drum.open(str(directory), SMALL)
+    with pytest.raises(DrumCorruptError, match="manifest checksum mismatch"):
+        Drum.restore(str(directory), edited, (), SMALL)
+    with pytest.raises(DrumCorruptError, match="manifest checksum mismatch"):
+        referenced_files(edited)  # (garbage collection reads manifests too)
+    value = json.loads(state)
+    del value["checksum"]
+    with pytest.raises(DrumCorruptError, match="no checksum"):
+        Drum.restore(str(directory), json.dumps(value).encode(), (), SMALL)
+
+
+def test_a_manifest_of_the_previous_version_is_read(tmp_path: Path) -> None:
+    """Manifests written before they had a checksum (version 2), in state or as files, are
+    read; the next merge writes the current version."""
+    directory = Path(tmp_path / "d")
+    db = Drum.create(str(directory), SMALL)
+    fill(db, 0, 40)
+    db.merge(now_ms=1)
+    value = json.loads(db.manifest_bytes())
+    path = directory / db.manifest.file_name
+    db.close()
+    del value["checksum"]
+    value["version"] = 2
+    previous = json.dumps(value, separators=(",", ":")).encode()
+    path.write_bytes(previous)
+    for again in (Drum.restore(str(directory), previous, (), SMALL), Drum.open(str(directory))):
+        assert len(again) == 40
+        again.close()
+    again = Drum.open(str(directory), SMALL)
+    fill(again, 100, 10)
+    again.merge(now_ms=2)
+    assert json.loads(again.manifest_bytes())["version"] == 3
+    again.close()
+    assert len(Drum.open(str(directory), SMALL)) == 50
+
+
+def test_a_payload_file_of_another_length_than_the_manifest_says_is_refused(drum: Drum) -> None:
+    value = drum.manifest.to_json()
+    value["payloads"][0][3] += 1  # [start, name, size, records (its length), checksum]
+    with pytest.raises(DrumCorruptError, match=rf"{value['payloads'][0][1]}.*differ"):
+        Drum.restore(drum.directory, value, config=SMALL)
