@@ -229,6 +229,12 @@ def collect_garbage(
     return deleted
 
 
+def _history_checksum(window_ms: Any, entries: Any) -> int:
+    """CRC-32 of a history's content as compact JSON (what it was written as, and what the
+    values read back give again: integers and strings)."""
+    return checksum(json.dumps([window_ms, entries], separators=(",", ":")).encode("utf-8"))
+
+
 class ManifestHistory:
     """The files that recent manifests referred to, for garbage collection inside a Flink job.
 
@@ -240,10 +246,11 @@ class ManifestHistory:
     manifest refers to files that are either still current or stopped being referred to
     during the window. The history therefore keeps, for each change of manifest, the names of
     the files it dropped and when: O(files dropped) per merge, whatever the size of the
-    manifest. It is a plain JSON-able value to keep in keyed state beside the manifest.
+    manifest. It is a plain JSON-able value to keep in keyed state beside the manifest, with a
+    checksum of its content (version 3; version 2, without one, is still read).
     """
 
-    VERSION = 2
+    VERSION = 3
 
     def __init__(self, window_ms: int, entries: Iterable[tuple[int, Iterable[str]]] = ()) -> None:
         self.window_ms = window_ms
@@ -270,16 +277,25 @@ class ManifestHistory:
         return {name for _, names in self.entries for name in names}
 
     def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict with its checksum. O(entries)."""
+        entries = [[t, list(names)] for t, names in self.entries]
         return {
             "version": self.VERSION,
             "window_ms": self.window_ms,
-            "entries": [[t, list(names)] for t, names in self.entries],
+            "entries": entries,
+            "checksum": _history_checksum(self.window_ms, entries),
         }
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> ManifestHistory:
-        if not isinstance(value, Mapping) or value.get("version") != cls.VERSION:
+        """The history of :meth:`to_json`'s value, its checksum checked (raises
+        :class:`~drum.errors.DrumCorruptError`; version 2 has none). O(entries)."""
+        if not isinstance(value, Mapping) or value.get("version") not in (2, cls.VERSION):
             raise DrumManifestError("manifest history", f"unsupported history {value!r:.80}")
+        if value["version"] != 2 and value.get("checksum") != _history_checksum(
+            value.get("window_ms"), value.get("entries")
+        ):
+            raise DrumCorruptError("manifest history", "checksum mismatch")
         try:
             return cls(
                 int(value["window_ms"]),

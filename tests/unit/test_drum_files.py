@@ -417,6 +417,13 @@ def test_manifest_history_keeps_the_window(tmp_path: Path) -> None:
     assert not referenced_files(kept[1]) <= names | referenced_files(db.manifest)
     with pytest.raises(DrumManifestError):
         ManifestHistory.from_json({"version": 1, "window_ms": 5, "entries": []})
+    damaged = json.loads(json.dumps(history.to_json()))
+    damaged["entries"][0][0] += 1
+    with pytest.raises(DrumCorruptError, match="manifest history: checksum mismatch"):
+        ManifestHistory.from_json(damaged)
+    earlier = {k: v for k, v in history.to_json().items() if k != "checksum"}
+    earlier["version"] = 2  # (written before histories had a checksum)
+    assert ManifestHistory.from_json(earlier).entries == history.entries
     for step in (3, 4, 5):  # still restorable
         Drum.restore(directory, kept[step], config=SMALL).close()
     with pytest.raises(DrumMissingFileError):
