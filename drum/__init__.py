@@ -55,8 +55,9 @@ Hooks for the job (checkpoint consistency without a snapshot hook)
       after a restore of an older manifest); a merge writes new files, then a new manifest;
       it never modifies or deletes a file (:func:`collect_garbage` is the only deleter).
     * State per DRUM, all plain values: (1) ValueState ``drum_manifest``:
-      :meth:`Drum.manifest_bytes` (JSON with a format version, a few hundred bytes plus
-      about 90 bytes per file), written whenever :attr:`Drum.state_version` changed;
+      :meth:`Drum.manifest_bytes` (JSON with a format version and a checksum, checked
+      when read back, a few hundred bytes plus about 90 bytes per file), written whenever
+      :attr:`Drum.state_version` changed;
       (2) ListState ``drum_journal``: the operations not merged yet, as chunks from
       :meth:`Drum.take_journal` after each call (``reset`` means "replace the list"; the
       crawl DB keeps its own journal of loop records instead, and hands the DRUM whole
@@ -67,7 +68,10 @@ Hooks for the job (checkpoint consistency without a snapshot hook)
       gives back exactly the DRUM of the checkpoint (same files, same counters, same buffered
       operations with the same sequence numbers); it checks that every file exists with its
       recorded size and checksum and raises :class:`DrumMissingFileError` or
-      :class:`DrumCorruptError` naming the file otherwise.
+      :class:`DrumCorruptError` naming the file otherwise. Where the DRUM also writes its
+      manifests as files (``DrumConfig.write_manifest_files``, standalone use), a restore
+      makes its manifest the newest file, so that :meth:`Drum.open` loads it and not a later,
+      abandoned one.
     * Garbage: after each merge, ``history.replaced(old_manifest, new_manifest, now)`` then
       ``drum.collect_garbage(keep=history.retained(now))`` deletes the files that neither the
       current manifest nor any manifest current during the retention window refers to

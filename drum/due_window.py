@@ -20,9 +20,13 @@ record due at or before the horizon is in). Each minor merge keeps it exact with
 the runs: the merge rule is associative, so a record in the window folded with the merge's
 delta record is the record on disk; a key the merge inserts comes with its whole record; and a
 key already on disk but not in the window is, by the window's definition, a fetch outcome not
-due before the horizon, which a delta can only make due by winning with an outcome due before
-the horizon or by announcing new content (a discovery loses to an outcome): only those few
-keys are looked up in the runs. So a
+due before the horizon, which a delta can only make due (:func:`may_become_due`) by winning
+with an outcome that has a next fetch time (due before the horizon, or giving a URL never due
+again a next fetch time, which makes an announcement on disk newer than its last fetch take
+effect), by giving recrawl fields to a record that had none (which can do the same), or by
+announcing new content; a discovery loses to an outcome. Only those keys are looked up in the
+runs: in a crawl DB, the discoveries with an announcement and the outcomes of URLs that were
+not handed out (a URL handed out is QUEUED, so held). So a
 selection made from the window is the selection a pass over the runs would make (same records,
 same ranks), without reading them.
 
@@ -80,16 +84,25 @@ def _held(values: np.ndarray, horizon_ms: int) -> np.ndarray:
     return _always_held(values) | (due_times(values) <= horizon_ms)
 
 
-def may_become_due(deltas: np.ndarray, horizon_ms: int) -> np.ndarray:
+def may_become_due(deltas: np.ndarray) -> np.ndarray:
     """Which delta records could make a record the window does not hold (a fetch outcome due
-    after the horizon, or never) one it must hold: an outcome (or QUEUED mark) due by the
-    horizon, which wins if it is the newer, or an announcement of new content. A discovery
-    loses to an outcome; a lease only grows; counters, flags and scores move no due time."""
+    after the horizon, or never) one it must hold, whatever the horizon. The record on disk
+    may hold an announcement newer than its last fetch that does not take effect
+    (:func:`drum.record.announced`: its next fetch is NEVER, or it has no recrawl fields), so:
+
+    * an outcome with a next fetch time, or a QUEUED mark: it wins if it is the newer, and is
+      then due by the horizon, or held, or makes an announcement on disk take effect;
+    * an announcement of new content;
+    * recrawl fields: given to a record that had none, they make an announcement on disk take
+      effect.
+
+    Nothing else can: a discovery loses to an outcome (it keeps the outcome's next fetch), an
+    outcome never due again makes the record never due, a lease only grows, a later recrawl
+    time only puts announcements further out of effect, and counters, flags and scores move no
+    due time. Such outcomes are mostly of URLs handed out, which the window holds. O(n)."""
     outcome = status_class(deltas["status"]) == 2
-    early = (deltas["status"] == DrumStatus.QUEUED) | (
-        np.maximum(deltas["next_fetch_ms"], deltas["leased_until_ms"]) <= horizon_ms
-    )
-    return (outcome & early) | (deltas["announced_s"] > 0)
+    timed = (deltas["status"] == DrumStatus.QUEUED) | (deltas["next_fetch_ms"] != NEVER)
+    return (outcome & timed) | (deltas["announced_s"] > 0) | (deltas["recrawl_s"] > 0)
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,10 @@ class DueWindow:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def holds(self, values: np.ndarray) -> np.ndarray:
+        """Which of these records (as on disk) the window must hold. O(n)."""
+        return _held(values, self.horizon_ms)
 
     def usable(self, now_ms: int) -> bool:
         """Whether a selection at ``now_ms`` can be made from the window alone."""
@@ -139,7 +156,7 @@ class DueWindow:
         outside = ~inside
         fresh = outside & ~existed
         unknown = outside & existed
-        unknown[unknown] = may_become_due(select(deltas, unknown), self.horizon_ms)
+        unknown[unknown] = may_become_due(select(deltas, unknown))
         add_keys = [keys[fresh]]
         add_values = [select(deltas, fresh)]
         if unknown.any():

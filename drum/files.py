@@ -504,8 +504,10 @@ class PayloadFile(_ReadFile):
         self.page = page
         self.pages = np.frombuffer(table, dtype="<u4")
         self.checksum = pages_sum
-        if expected is not None and (expected.size != size or expected.checksum != pages_sum):
-            raise DrumCorruptError(path, "size or checksum differ from the manifest's")
+        if expected is not None and (
+            expected.size != size or expected.records != length or expected.checksum != pages_sum
+        ):
+            raise DrumCorruptError(path, "size, length or checksum differ from the manifest's")
 
     def read(self, offset: int, length: int) -> bytes:
         """One payload; the pages holding it are read and checked. One pread."""

@@ -3,7 +3,11 @@
 A manifest is a plain value: :meth:`Manifest.to_json` gives a JSON-able dict with a format
 version, :meth:`Manifest.to_bytes` its compact UTF-8 JSON (a few hundred bytes plus about 60
 bytes per payload file; packing keeps those few), which the job stores in Flink keyed state at
-every change.
+every change, and which a manifest file holds. The bytes end with a checksum (format version
+3): ``{...,"checksum":N}``, N being the CRC-32 of the same JSON without it (the bytes up to
+``,"checksum"``, then ``}``); :meth:`Manifest.from_bytes` checks it and raises
+:class:`~drum.errors.DrumCorruptError` naming the source when it fails. Version 2 (before
+the checksum) is still read, without one.
 Restoring with it (and the pending journal) gives back exactly the DRUM it describes, because
 the files it names never change.
 
@@ -20,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from drum.errors import DrumManifestError
-from drum.files import FileInfo
+from drum.errors import DrumCorruptError, DrumManifestError
+from drum.files import FileInfo, checksum
 from drum.record import LAYOUT_VERSION, READABLE_LAYOUTS
 
 __all__ = [
@@ -34,7 +38,10 @@ __all__ = [
     "referenced_files",
 ]
 
-MANIFEST_VERSION = 2
+#: 3: the bytes carry a checksum. 2: without one (still read).
+MANIFEST_VERSION = 3
+READABLE_MANIFEST_VERSIONS = (2, 3)
+_CHECKSUM_TAIL = re.compile(rb',"checksum":([0-9]{1,10})\}$')
 _FILE_NAME = re.compile(r"^(run|pay|manifest)-[0-9a-f-]+\.(drum|json)(\.tmp)?$")
 
 
@@ -110,22 +117,27 @@ class Manifest:
         }
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.to_json(), separators=(",", ":")).encode("utf-8")
+        """Compact JSON with its checksum last. O(files)."""
+        body = json.dumps(self.to_json(), separators=(",", ":")).encode("utf-8")
+        return body[:-1] + b',"checksum":%d}' % checksum(body)
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any], source: str = "manifest") -> Manifest:
+        """The manifest of a JSON value (of a readable version), taken as given: a checksum
+        in it is not checked (:meth:`from_bytes` checks the bytes read). O(files)."""
         try:
             if value.get("format") != "drum-manifest":
                 raise DrumManifestError(source, "not a DRUM manifest")
             # A manifest of an earlier layout lists files of that layout, each read as such.
             if (
-                value.get("version") != MANIFEST_VERSION
+                value.get("version") not in READABLE_MANIFEST_VERSIONS
                 or value.get("layout") not in READABLE_LAYOUTS
             ):
                 raise DrumManifestError(
                     source,
                     f"unsupported manifest version {value.get('version')} / layout "
-                    f"{value.get('layout')} (this code reads {MANIFEST_VERSION} / layouts "
+                    f"{value.get('layout')} (this code reads {list(READABLE_MANIFEST_VERSIONS)} "
+                    f"/ layouts "
                     f"{sorted(READABLE_LAYOUTS)})",
                 )
             return cls(
@@ -145,12 +157,24 @@ class Manifest:
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "manifest") -> Manifest:
+        """The manifest of :meth:`to_bytes`' bytes (read from a file or from state), its
+        checksum checked (a version 2 manifest has none). Raises
+        :class:`~drum.errors.DrumCorruptError` (checksum) or
+        :class:`~drum.errors.DrumManifestError` (not a manifest) naming ``source``.
+        O(size)."""
         try:
             value = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise DrumManifestError(source, f"not valid JSON: {error}") from error
         if not isinstance(value, dict):
             raise DrumManifestError(source, "not a JSON object")
+        version = value.get("version")
+        if "checksum" in value or (version in READABLE_MANIFEST_VERSIONS and version != 2):
+            tail = _CHECKSUM_TAIL.search(data)
+            if tail is None:
+                raise DrumCorruptError(source, "manifest with no checksum at its end")
+            if checksum(data[: tail.start()] + b"}") != int(tail.group(1)):
+                raise DrumCorruptError(source, "manifest checksum mismatch")
         return cls.from_json(value, source)
 
     def evolve(self, **changes: Any) -> Manifest:
@@ -205,6 +229,12 @@ def collect_garbage(
     return deleted
 
 
+def _history_checksum(window_ms: Any, entries: Any) -> int:
+    """CRC-32 of a history's content as compact JSON (what it was written as, and what the
+    values read back give again: integers and strings)."""
+    return checksum(json.dumps([window_ms, entries], separators=(",", ":")).encode("utf-8"))
+
+
 class ManifestHistory:
     """The files that recent manifests referred to, for garbage collection inside a Flink job.
 
@@ -216,10 +246,11 @@ class ManifestHistory:
     manifest refers to files that are either still current or stopped being referred to
     during the window. The history therefore keeps, for each change of manifest, the names of
     the files it dropped and when: O(files dropped) per merge, whatever the size of the
-    manifest. It is a plain JSON-able value to keep in keyed state beside the manifest.
+    manifest. It is a plain JSON-able value to keep in keyed state beside the manifest, with a
+    checksum of its content (version 3; version 2, without one, is still read).
     """
 
-    VERSION = 2
+    VERSION = 3
 
     def __init__(self, window_ms: int, entries: Iterable[tuple[int, Iterable[str]]] = ()) -> None:
         self.window_ms = window_ms
@@ -246,16 +277,25 @@ class ManifestHistory:
         return {name for _, names in self.entries for name in names}
 
     def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict with its checksum. O(entries)."""
+        entries = [[t, list(names)] for t, names in self.entries]
         return {
             "version": self.VERSION,
             "window_ms": self.window_ms,
-            "entries": [[t, list(names)] for t, names in self.entries],
+            "entries": entries,
+            "checksum": _history_checksum(self.window_ms, entries),
         }
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> ManifestHistory:
-        if not isinstance(value, Mapping) or value.get("version") != cls.VERSION:
+        """The history of :meth:`to_json`'s value, its checksum checked (raises
+        :class:`~drum.errors.DrumCorruptError`; version 2 has none). O(entries)."""
+        if not isinstance(value, Mapping) or value.get("version") not in (2, cls.VERSION):
             raise DrumManifestError("manifest history", f"unsupported history {value!r:.80}")
+        if value["version"] != 2 and value.get("checksum") != _history_checksum(
+            value.get("window_ms"), value.get("entries")
+        ):
+            raise DrumCorruptError("manifest history", "checksum mismatch")
         try:
             return cls(
                 int(value["window_ms"]),

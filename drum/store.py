@@ -815,13 +815,13 @@ class Drum:
         opener: Opener | None = None,
         verify: bool = False,
     ) -> Drum:
-        """Reopen the DRUM of ``directory`` from its newest manifest file (standalone use;
-        operations never merged are lost, as without a journal). O(files) I/O."""
-        names = [n for n in drum_file_names(directory) if n.startswith("manifest-")]
-        names = [n for n in names if n.endswith(".json")]
-        if not names:
+        """Reopen the DRUM of ``directory`` from its newest manifest file, the one with the
+        highest serial (standalone use; operations never merged are lost, as without a
+        journal; a restore makes its manifest the newest). O(files) I/O."""
+        serials = _manifest_serials(directory)
+        if not serials:
             raise DrumManifestError(directory, "no DRUM manifest in this directory")
-        newest = max(names, key=lambda n: int(n.split("-")[1], 16))
+        newest = max(serials, key=serials.__getitem__)
         path = os.path.join(directory, newest)
         with open(path, "rb") as handle:
             manifest = Manifest.from_bytes(handle.read(), path)
@@ -844,17 +844,45 @@ class Drum:
         Checks that every file exists with the recorded size and checksum (O(files) I/O;
         with ``verify``, reads and checks every block and payload: O(total size)). Raises
         :class:`DrumMissingFileError` or :class:`DrumCorruptError` naming the file.
+
+        With ``write_manifest_files``, the restored manifest becomes the one :meth:`open` loads:
+        if a manifest file of a higher serial is in the directory (a later state, abandoned by
+        this restore of an earlier one) or its own file is not, the manifest is written again
+        under a serial above every one there (same files and counters, a new name; merges go
+        on from it). The abandoned manifests and their files are left to
+        :func:`collect_garbage`. One small file written, at most.
         """
         if isinstance(manifest, bytes | bytearray):
             manifest = Manifest.from_bytes(bytes(manifest))
         elif not isinstance(manifest, Manifest):
             manifest = Manifest.from_json(manifest)
         drum = cls(directory, manifest, config or DrumConfig(), opener, verify=verify)
-        for index, chunk in enumerate(pending):
-            kinds, keys, values, payloads = decode_ops(chunk, f"pending chunk {index}")
-            drum._append_raw(kinds, keys, values, payloads)
-        drum._journal_from = drum._fill
+        try:
+            for index, chunk in enumerate(pending):
+                kinds, keys, values, payloads = decode_ops(chunk, f"pending chunk {index}")
+                drum._append_raw(kinds, keys, values, payloads)
+            drum._journal_from = drum._fill
+            if drum.config.write_manifest_files:
+                drum._become_newest()
+        except BaseException:
+            drum.close()
+            raise
         return drum
+
+    def _become_newest(self) -> None:
+        """Write the manifest again under a serial above every manifest file's of the
+        directory, unless its own file is already the newest."""
+        serials = _manifest_serials(self.directory)
+        manifest = self.manifest
+        own = serials.pop(manifest.file_name, None)
+        if own is not None and all(serial < own for serial in serials.values()):
+            return
+        serial = max([manifest.serial, *serials.values()]) + 1
+        manifest = manifest.evolve(serial=serial, token=os.urandom(4).hex())
+        path = self._path(manifest.file_name)
+        _ManifestWriter(path, self._opener, self.config.fsync).write(manifest.to_bytes())
+        self._manifest = manifest
+        self._state_version += 1
 
     def _path(self, name: str) -> str:
         return os.path.join(self.directory, name)
@@ -1055,12 +1083,14 @@ class Drum:
         if lens is None:
             lens = np.fromiter(map(len, payloads), dtype=np.int64, count=n)
         while i < n:
+            # (The buffer can hold more than ``cap`` after a restore with a smaller buffer:
+            # then there is no room, and it is merged first.)
             count = min(cap - self._fill, n - i)
             if count > 0:
                 room = byte_cap - self._payload_bytes
                 fits = int(np.searchsorted(np.cumsum(lens[i : i + count]), room, side="right"))
                 count = max(fits, 1) if self._fill == 0 else fits
-            if count == 0:
+            if count <= 0:
                 results.append(self._merge(now_ms))
                 continue
             self._append_raw(
@@ -1249,7 +1279,9 @@ class Drum:
         * archived sets are disjoint from each other and from the live runs;
         * the counters match: distinct keys, archived keys, sequence numbers;
         * every payload reference points inside a live segment;
-        * the buffer is within its bounds and consistent with the journal marks.
+        * the buffer is within its bounds and consistent with the journal marks;
+        * the due window holds exactly the live records it must, each as it is on disk
+          (scores to float32 rounding: sums folded in another grouping).
         """
         m = self.manifest
         assert [r.info() for r in self._runs()] == m.runs(), "open runs differ from manifest"
@@ -1313,6 +1345,26 @@ class Drum:
         assert self._payload_bytes <= max(self.config.buffer_payload_bytes, 0xFFFF) or (
             len(self._keys) > self.config.buffer_ops
         ), "the buffer's payload bytes exceed their bound"
+        window = self._window
+        if window is not None:
+            held = [(keys[window.holds(values)], select(values, window.holds(values)))
+                    for keys, values, _ in self.items(archived=False)]
+            keys = np.concatenate([k for k, _ in held]) if held else _EMPTY_KEYS
+            values = concat([v for _, v in held])
+            assert keys.tolist() == window.keys.tolist(), "the due window holds other records"
+            assert np.allclose(values["score"], window.values["score"], rtol=1e-5)
+            values, expected = values.copy(), window.values.copy()
+            values["score"] = expected["score"] = 0
+            assert values.tobytes() == expected.tobytes(), "a due window record is not current"
+
+
+def _manifest_serials(directory: str) -> dict[str, int]:
+    """The manifest files of ``directory`` and their serials. O(files in the directory)."""
+    return {
+        name: int(name.split("-")[1], 16)
+        for name in drum_file_names(directory)
+        if name.startswith("manifest-") and name.endswith(".json")
+    }
 
 
 class _ManifestWriter(PayloadWriter):

@@ -83,6 +83,19 @@ class _Crawl:
         for drum in drums:
             drum.update(self.universe[pick], values.copy(), None, now_ms=now)
 
+    def strays(self, now: int, drums: list[Drum]) -> None:
+        """Outcomes of URLs that were not handed out (a late or replayed outcome), half of them
+        without recrawl fields: one can give a URL retired after its last fetch a next fetch
+        time, and make an announcement newer than that fetch take effect."""
+        rng = self.rng
+        pick = rng.integers(0, len(self.universe), 2)
+        n = len(pick)
+        values = outcomes(n, status=DrumStatus.FETCHED, at_ms=now - 1, host=self.hosts[pick],
+                          next_fetch_ms=now + rng.integers(0, 60_000, n))
+        values["recrawl_s"] = np.where(rng.random(n) < 0.5, (now - 60_000) // 1000, 0)
+        for drum in drums:
+            drum.update(self.universe[pick], values.copy(), None, now_ms=now)
+
     def marks(self, now: int, drums: list[Drum]) -> None:
         """Flags on keys known or not (an unknown key gets a record of status NONE)."""
         pick = self.rng.integers(0, len(self.universe), 3)
@@ -154,6 +167,8 @@ def test_selections_from_the_window_are_those_of_a_pass(
         crawl.outcomes(now, drums)
         if step % 7 == 0:
             crawl.marks(now, drums)
+        if step % 3 == 0:
+            crawl.strays(now, drums)
         major = step % 37 == 36
         a = windowed.merge(now_ms=now, major=major, select=True)
         b = passed.merge(now_ms=now, major=major, select=True)
@@ -261,3 +276,43 @@ def test_no_window_with_policies_a_merge_cannot_follow():
                     ArchivePolicy(host_max_urls=100)):
         assert not replace(config, archive=archive).windowed
     assert replace(config, archive=ArchivePolicy(archive_done=True)).windowed
+
+
+def test_an_outcome_that_makes_an_older_announcement_effective_brings_its_key_in(tmp_path):
+    """A URL retired (never due) and not held, announced since its last fetch: an outcome
+    without recrawl fields gives it a next fetch time, and the announcement, older than that
+    and newer than the last fetch, makes it due at once. The window must see it although the
+    outcome alone is due after the horizon and announces nothing."""
+    policy = DuePolicy(max_urls=10, per_host=0, lease_ms=0, window_urls=4)
+    config = DrumConfig(buffer_ops=64, block_records=16, fsync=False, due=policy)
+    windowed = Drum.create(str(tmp_path / "windowed"), config)
+    passed = Drum.create(str(tmp_path / "passed"), replace(config, due=replace(policy,
+                                                                              window_urls=0)))
+    drums = [windowed, passed]
+    keys = np.arange(1, 5, dtype=np.uint64)
+    fetched = outcomes(4, status=DrumStatus.FETCHED, at_ms=T0, host=7,
+                       next_fetch_ms=[NEVER, T0 + 100_000, T0 + 200_000, T0 + 300_000])
+    fetched["recrawl_s"] = T0 // 1000
+    fetched["interval_s"] = 600
+    for drum in drums:
+        drum.update(keys, fetched.copy(), [b"http://h/%d" % k for k in keys], now_ms=T0)
+        drum.merge(now_ms=T0)
+    now = T0 + 10_000
+    for drum in drums:  # a sitemap announces key 1's content changed after its last fetch
+        drum.check_update(keys[:1], discoveries(1, now_ms=now, host=7,
+                                                announced_s=T0 // 1000 + 5), [b"http://h/1"],
+                          now_ms=now)
+        assert len(drum.merge(now_ms=now, select=True).due.keys) == 0  # (builds the window)
+    assert windowed.window_stats["builds"] == 1
+    now += 10_000
+    again = outcomes(1, status=DrumStatus.FETCHED, at_ms=now, host=7,
+                     next_fetch_ms=now + 600_000)  # no recrawl fields
+    for drum in drums:
+        drum.update(keys[:1], again.copy(), now_ms=now)
+    a = windowed.merge(now_ms=now + 1, select=True).due
+    b = passed.merge(now_ms=now + 1, select=True).due
+    assert b.keys.tolist() == [1]
+    assert a.from_window
+    assert a.keys.tolist() == b.keys.tolist()
+    windowed.close()
+    passed.close()

@@ -202,6 +202,7 @@ def test_a_crawl_db_of_an_earlier_layout_is_read_and_carried_on(drum: Drum, layo
                      for entry in entries if entry]
         manifest[name] = converted if name != "main" else converted[0]
     manifest["layout"] = layout
+    manifest["version"] = 2  # (those crawls' manifests had no checksum)
     width = READABLE_LAYOUTS[layout]
     kept = [name for name in RECORD.names if RECORD.fields[name][1] < width]
     old = Drum.restore(str(directory), json.dumps(manifest).encode(), (), SMALL)
@@ -416,6 +417,13 @@ def test_manifest_history_keeps_the_window(tmp_path: Path) -> None:
     assert not referenced_files(kept[1]) <= names | referenced_files(db.manifest)
     with pytest.raises(DrumManifestError):
         ManifestHistory.from_json({"version": 1, "window_ms": 5, "entries": []})
+    damaged = json.loads(json.dumps(history.to_json()))
+    damaged["entries"][0][0] += 1
+    with pytest.raises(DrumCorruptError, match="manifest history: checksum mismatch"):
+        ManifestHistory.from_json(damaged)
+    earlier = {k: v for k, v in history.to_json().items() if k != "checksum"}
+    earlier["version"] = 2  # (written before histories had a checksum)
+    assert ManifestHistory.from_json(earlier).entries == history.entries
     for step in (3, 4, 5):  # still restorable
         Drum.restore(directory, kept[step], config=SMALL).close()
     with pytest.raises(DrumMissingFileError):
@@ -479,3 +487,109 @@ def test_payload_files_stay_few_and_every_url_stays_readable(tmp_path: Path) -> 
     assert any(name.startswith("pay-") for name in deleted)
     db._check()
     db.close()
+
+
+def test_a_restore_with_a_smaller_buffer_answers_every_operation_once(tmp_path: Path) -> None:
+    """A journal holding more operations than the restored DRUM's buffer (``buffer_ops``
+    lowered between two runs): the next operation merges them first, each answered once."""
+    directory = str(tmp_path / "d")
+    db = Drum.create(directory, replace(SMALL, buffer_ops=100))
+    db.check(url_keys(urls(0, 60)), now_ms=1)
+    checkpoint = (db.manifest_bytes(), [db.pending()])
+    db.close()
+    small = replace(SMALL, buffer_ops=8)
+    db = Drum.restore(directory, *checkpoint, config=small)
+    assert db.buffered == 60
+    results = db.check(url_keys(urls(60, 10)), now_ms=2)
+    results.append(db.merge(now_ms=3))
+    assert np.concatenate([r.checks.seq for r in results]).tolist() == list(range(70))
+    assert db.next_seq == 70
+    assert db.buffered == 0
+    db._check()
+    db.close()
+
+
+def test_open_after_a_restore_of_an_older_manifest_loads_the_restored_drum(tmp_path: Path) -> None:
+    """A restore to an earlier manifest abandons the later ones (their files stay until garbage
+    collection): Drum.open must load the restored DRUM, and then what it merged, not them."""
+    directory = str(tmp_path / "d")
+    db = Drum.create(directory, SMALL)
+    fill(db, 0, 40)
+    db.merge(now_ms=1)
+    checkpoint = db.manifest_bytes()
+    for step in range(3):  # abandoned below
+        fill(db, 1000 + 100 * step, 40)
+        db.merge(now_ms=2 + step)
+    db.close()
+    Drum.restore(directory, checkpoint, (), SMALL).close()
+    again = Drum.open(directory, SMALL)
+    assert len(again) == 40
+    fill(again, 500, 30)
+    again.merge(now_ms=10)
+    again.close()
+    final = Drum.open(directory, SMALL)
+    assert len(final) == 70
+    results = final.check(url_keys(urls(0, 40) + urls(500, 30) + urls(1000, 40)), now_ms=11)
+    results.append(final.merge(now_ms=11))
+    seen = np.concatenate([r.checks.seen for r in results]).tolist()
+    assert seen == [True] * 70 + [False] * 40
+    final._check()
+    final.close()
+
+
+def test_an_edited_manifest_is_refused(tmp_path: Path) -> None:
+    """The manifest, as a file and as the bytes kept in state, carries its checksum: an edited
+    counter, or a manifest of this version without its checksum, is refused naming it."""
+    directory = Path(tmp_path / "d")
+    db = Drum.create(str(directory), SMALL)
+    fill(db, 0, 40)
+    db.merge(now_ms=1)
+    state = db.manifest_bytes()
+    path = directory / db.manifest.file_name
+    db.close()
+    assert path.read_bytes() == state
+    edited = state.replace(b'"merges":1', b'"merges":2')
+    assert edited != state
+    path.write_bytes(edited)
+    with pytest.raises(DrumCorruptError, match=rf"{path.name}: manifest checksum mismatch"):
+        Drum.open(str(directory), SMALL)
+    with pytest.raises(DrumCorruptError, match="manifest checksum mismatch"):
+        Drum.restore(str(directory), edited, (), SMALL)
+    with pytest.raises(DrumCorruptError, match="manifest checksum mismatch"):
+        referenced_files(edited)  # (garbage collection reads manifests too)
+    value = json.loads(state)
+    del value["checksum"]
+    with pytest.raises(DrumCorruptError, match="no checksum"):
+        Drum.restore(str(directory), json.dumps(value).encode(), (), SMALL)
+
+
+def test_a_manifest_of_the_previous_version_is_read(tmp_path: Path) -> None:
+    """Manifests written before they had a checksum (version 2), in state or as files, are
+    read; the next merge writes the current version."""
+    directory = Path(tmp_path / "d")
+    db = Drum.create(str(directory), SMALL)
+    fill(db, 0, 40)
+    db.merge(now_ms=1)
+    value = json.loads(db.manifest_bytes())
+    path = directory / db.manifest.file_name
+    db.close()
+    del value["checksum"]
+    value["version"] = 2
+    previous = json.dumps(value, separators=(",", ":")).encode()
+    path.write_bytes(previous)
+    for again in (Drum.restore(str(directory), previous, (), SMALL), Drum.open(str(directory))):
+        assert len(again) == 40
+        again.close()
+    again = Drum.open(str(directory), SMALL)
+    fill(again, 100, 10)
+    again.merge(now_ms=2)
+    assert json.loads(again.manifest_bytes())["version"] == 3
+    again.close()
+    assert len(Drum.open(str(directory), SMALL)) == 50
+
+
+def test_a_payload_file_of_another_length_than_the_manifest_says_is_refused(drum: Drum) -> None:
+    value = drum.manifest.to_json()
+    value["payloads"][0][3] += 1  # [start, name, size, records (its length), checksum]
+    with pytest.raises(DrumCorruptError, match=rf"{value['payloads'][0][1]}.*differ"):
+        Drum.restore(drum.directory, value, config=SMALL)

@@ -1,9 +1,13 @@
 """Randomised stateful test of the DRUM against a plain-dict model (sortedcontainers style).
 
 Tiny buffers, blocks and limits make minor merges, major merges, archiving, compaction,
-checkpoints, restores (also from older checkpoints), garbage collection and full-disk failures
-happen constantly; ``_check()`` runs after every step and the whole content is compared with
-the model's.
+checkpoints, restores (also from older checkpoints, and with other buffer sizes), garbage
+collection and full-disk failures happen constantly; ``_check()`` runs after every step and
+the whole content is compared with the model's. Discoveries may carry a sitemap's announcement
+and outcomes recrawl fields, or not. A second machine selects from a due window
+(:mod:`drum.due_window`), on few keys so that windows are built, cut at a horizon and given up
+often: ``_check()`` compares its window with the records on disk after every step, and its
+selections must be the model's, which knows nothing of windows.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import copy
 import errno
 import shutil
 import tempfile
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -55,6 +60,17 @@ CONFIG = DrumConfig(
     archive=ArchivePolicy(min_score=0.6, max_failures=2, host_max_urls=6),
     fsync=False,
 )
+#: Selections from a due window (nothing archived: records given up on would leave it), and
+#: major merges, which build it anew, less often.
+WINDOWED = replace(
+    CONFIG,
+    max_deltas=6,
+    major_ratio=2.0,
+    due=DuePolicy(max_urls=4, per_host=2, lease_ms=20, window_urls=8),
+    archive=ArchivePolicy(),
+)
+assert WINDOWED.windowed
+assert not CONFIG.windowed
 
 
 def payload_of(key: int) -> bytes:
@@ -101,7 +117,8 @@ class _FullDisk:
 class Model:
     """What the DRUM must hold: live and archived records, payloads, the buffered ops."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: DrumConfig) -> None:
+        self.config = config
         self.live: dict[int, dict] = {}
         self.archived: dict[int, dict] = {}
         self.payloads: dict[int, bytes] = {}
@@ -140,7 +157,7 @@ class Model:
                     inserted.add(key)
                     new.append((seq, key, payload, kind))
         for key in inserted:
-            lease = now_ms + CONFIG.new_url_lease_ms
+            lease = now_ms + self.config.new_url_lease_ms
             self.live[key]["leased_until_ms"] = max(self.live[key]["leased_until_ms"], lease)
         return checks, new, dropped
 
@@ -148,7 +165,8 @@ class Model:
         """A major merge's archiving and (with ``select``) due selection; without
         ``rewrite``, a selection pass: records the archive policy gives up on are passed over
         but stay live."""
-        policy = CONFIG.archive
+        policy = self.config.archive
+        due = self.config.due
         host_seen: dict[int, int] = {}
         to_archive = []
         candidates = []
@@ -156,8 +174,12 @@ class Model:
             r = self.live[key]
             leased = r["leased_until_ms"] > now_ms
             out = (
-                (r["status"] in (4, 5) and r["failure_count"] >= policy.max_failures)
-                or (r["status"] == 1 and np.float32(r["score"]) < np.float32(policy.min_score))
+                (policy.max_failures > 0 and r["status"] in (4, 5)
+                 and r["failure_count"] >= policy.max_failures)
+                or (policy.min_score is not None and r["status"] == 1
+                    and np.float32(r["score"]) < np.float32(policy.min_score))
+                or (policy.archive_done and r["status"] >= 2 and r["status"] != 8
+                    and r["next_fetch_ms"] == NEVER)
             ) and not leased
             if not out and policy.host_max_urls:
                 rank = host_seen.get(r["host"], 0)
@@ -167,14 +189,12 @@ class Model:
             if out:
                 to_archive.append(key)
                 continue
-            due = CONFIG.due
-            if (r["status"] >= 1 and r["next_fetch_ms"] <= now_ms and not leased
+            if (r["status"] >= 1 and next_fetch(r) <= now_ms and not leased
                     and r["score"] >= due.min_score):
                 candidates.append((key, r))
         if rewrite:
             for key in to_archive:
                 self.archived[key] = self.live.pop(key)
-        due = CONFIG.due
         candidates.sort(key=lambda kr: (-kr[1]["score"], kr[0]))
         per_host: dict[int, int] = {}
         chosen = []
@@ -193,24 +213,41 @@ class Model:
         return chosen, len(to_archive) if rewrite else 0
 
 
+def next_fetch(record: dict) -> int:
+    """When a record is due: its next fetch time, or the time of a sitemap's announcement newer
+    than its last fetch outcome when that is earlier (not for a URL never due again)."""
+    due = record["next_fetch_ms"]
+    if due != NEVER and record["announced_s"] > record["recrawl_s"] > 0:
+        due = min(due, record["announced_s"] * 1000)
+    return due
+
+
 def strip(record: dict) -> dict:
     out = {k: v for k, v in record.items() if k not in PAYLOAD_FIELDS}
     out["score"] = float(np.float32(out["score"]))
     return out
 
 
-keys_st = st.lists(st.sampled_from(KEYS), min_size=1, max_size=9)
+#: Indexes into the machine's keys (taken modulo their number).
+keys_st = st.lists(st.integers(0, len(KEYS) - 1), min_size=1, max_size=9)
 score_st = st.integers(0, 8).map(lambda q: q / 4)
+#: A sitemap's announcement (None: none), or a fetch's time in recrawl fields (None: no
+#: recrawl fields): seconds from the clock's (a few seconds, whose milliseconds go by).
+seconds_st = st.one_of(st.none(), st.integers(-3, 1))
 
 
 class DrumMachine(RuleBasedStateMachine):
+    CONFIG = CONFIG
+    KEYS = KEYS
+
     def __init__(self) -> None:
         super().__init__()
         self.directory = tempfile.mkdtemp(prefix="drum-test-")
         self.opener = FlakyOpener()
-        self.drum = Drum.create(self.directory, CONFIG, opener=self.opener)
-        self.model = Model()
-        self.now = 1000
+        self.config = self.CONFIG
+        self.drum = Drum.create(self.directory, self.config, opener=self.opener)
+        self.model = Model(self.CONFIG)
+        self.now = 10_000
         self.journal: list[bytes] = []
         self.checkpoints: list[tuple[bytes, list[bytes], Model, int]] = []
 
@@ -260,7 +297,8 @@ class DrumMachine(RuleBasedStateMachine):
                 assert result.due.keys.tolist() == chosen
                 assert result.due.payloads == [self.model.payloads[k] for k in chosen]
         elif result.due is not None:
-            event("selection without a major merge")
+            event("selection from the window" if result.due.from_window
+                  else "selection without a major merge")
             chosen, _ = self.model.major(result.now_ms, rewrite=False)
             assert result.archived == 0
             assert result.due.keys.tolist() == chosen
@@ -271,33 +309,56 @@ class DrumMachine(RuleBasedStateMachine):
     def _host(self, keys: list[int]) -> list[int]:
         return [HOSTS[k % len(HOSTS)] for k in keys]
 
+    def _keys(self, picks: list[int]) -> list[int]:
+        return [self.KEYS[i % len(self.KEYS)] for i in picks]
+
+    def _restore(self, manifest: bytes, journal: list[bytes]) -> None:
+        self.drum.close()
+        self.drum = Drum.restore(self.directory, manifest, journal, self.config,
+                                 opener=self.opener)
+        self.journal = list(journal)
+
     # -- rules
 
-    @rule(keys=keys_st)
-    def check(self, keys: list[int]) -> None:
+    @rule(picks=keys_st)
+    def check(self, picks: list[int]) -> None:
+        keys = self._keys(picks)
         self.model.add(1, keys, None, None)
         self._results(self.drum.check(keys, now_ms=self.now))
 
-    @rule(keys=keys_st, score=score_st, depth=st.integers(0, 5))
-    def discover(self, keys: list[int], score: float, depth: int) -> None:
+    @rule(picks=keys_st, score=score_st, depth=st.integers(0, 5), announced=seconds_st)
+    def discover(self, picks: list[int], score: float, depth: int, announced: int | None
+                 ) -> None:
+        keys = self._keys(picks)
         values = discoveries(len(keys), now_ms=self.now, score=score, depth=depth,
                              host=self._host(keys))
+        if announced is not None:
+            values["announced_s"] = self.now // 1000 + announced
         payloads = [payload_of(k) for k in keys]
         self.model.add(3, keys, values, payloads)
         self._results(self.drum.check_update(keys, values, payloads, now_ms=self.now))
 
     @rule(
-        keys=keys_st,
+        picks=keys_st,
         status=st.sampled_from(list(DrumStatus)[2:]),
         back=st.integers(0, 30),
         recrawl=st.one_of(st.just(NEVER), st.integers(0, 200)),
+        fetched=seconds_st,
     )
-    def outcome(self, keys: list[int], status: DrumStatus, back: int, recrawl: int) -> None:
+    def outcome(self, picks: list[int], status: DrumStatus, back: int, recrawl: int,
+                fetched: int | None) -> None:
+        """An outcome, with recrawl fields of a fetch ``fetched`` seconds from the clock's, or
+        without them."""
+        keys = self._keys(picks)
         at = self.now - back
         next_fetch = NEVER if recrawl == NEVER else at + recrawl
         reason = self.drum.reason_code(f"r:{status.name.lower()}")
         values = outcomes(len(keys), status=status, at_ms=at, http_status=200 + back,
                           reason=reason, next_fetch_ms=next_fetch, host=self._host(keys))
+        if fetched is not None:
+            values["recrawl_s"] = at // 1000 + fetched
+            values["interval_s"] = 60
+            values["visits"] = 1
         payloads = [payload_of(k) for k in keys]
         self.model.add(2, keys, values, payloads)
         self._results(self.drum.update(keys, values, payloads, now_ms=self.now))
@@ -325,18 +386,27 @@ class DrumMachine(RuleBasedStateMachine):
     @rule(which=st.integers(0, 2))
     def fail_and_restore(self, which: int) -> None:
         manifest, journal, model, now = self.checkpoints[min(which, len(self.checkpoints) - 1)]
-        self.drum.close()
-        self.drum = Drum.restore(self.directory, manifest, journal, CONFIG, opener=self.opener)
+        self._restore(manifest, journal)
         self.model = copy.deepcopy(model)
-        self.journal = list(journal)
         self.now = max(self.now, now)
 
     @rule()
     def reopen_same(self) -> None:
-        manifest, journal = self.drum.manifest_bytes(), self.drum.pending()
-        self.drum.close()
-        self.drum = Drum.restore(self.directory, manifest, [journal], CONFIG, opener=self.opener)
-        self.journal = [journal]
+        self._restore(self.drum.manifest_bytes(), [self.drum.pending()])
+
+    @rule(buffer_ops=st.sampled_from([2, 3, 5, 7, 12]),
+          payload_bytes=st.sampled_from([30, 120, 400]),
+          window=st.sampled_from([4, 6, 8, 12]))
+    def restore_resized(self, buffer_ops: int, payload_bytes: int, window: int) -> None:
+        """A restore of the current state with other buffer sizes (and due window: it is
+        derived, never stored), as after a change of configuration between two runs: the
+        journal may hold more than the new buffer."""
+        if self.drum.buffered > buffer_ops:
+            event("restored with more journal than buffer")
+        self.config = replace(self.config, buffer_ops=buffer_ops,
+                              buffer_payload_bytes=payload_bytes,
+                              due=replace(self.config.due, window_urls=window))
+        self._restore(self.drum.manifest_bytes(), list(self.journal))
 
     @precondition(lambda self: self.drum.buffered > 0)
     @rule(budget=st.integers(0, 200), mode=st.sampled_from(["minor", "major", "select"]))
@@ -355,6 +425,8 @@ class DrumMachine(RuleBasedStateMachine):
 
     @invariant()
     def consistent(self) -> None:
+        for name in self.drum.window_stats:
+            event(f"due window: {name}")
         self.drum._check()
         assert self.drum.next_seq == self.model.next_seq
         assert len(self.drum) == len(self.model.live) + len(self.model.archived)
@@ -377,13 +449,67 @@ class DrumMachine(RuleBasedStateMachine):
             assert got == [self.model.payloads[k] for k in keys.tolist()]
 
 
+class WindowedDrumMachine(DrumMachine):
+    """Selections from a due window, on 16 keys (so that few records are held: a window of a
+    few records is built, cut at a horizon, kept by minor merges and given up), with rules that
+    retire URLs, announce them and fetch them again."""
+
+    CONFIG = WINDOWED
+    KEYS = KEYS[:16]
+    # Left to DrumMachine, so that the window's cases come more often here.
+    check = checkpoint = fail_and_restore = reopen_same = disk_full = None
+
+    @rule(picks=keys_st, fetched=st.integers(-4, -1))
+    def retire(self, picks: list[int], fetched: int) -> None:
+        """URLs fetched and never due again (the window does not hold them)."""
+        keys = self._keys(picks)
+        values = outcomes(len(keys), status=DrumStatus.FETCHED, at_ms=self.now,
+                          http_status=200, host=self._host(keys))
+        values["recrawl_s"] = self.now // 1000 + fetched
+        values["interval_s"] = 60
+        self.model.add(2, keys, values, None)
+        self._results(self.drum.update(keys, values, now_ms=self.now))
+
+    @rule(picks=keys_st, later=st.integers(100, 3000), fetched=seconds_st)
+    def reschedule(self, picks: list[int], later: int, fetched: int | None) -> None:
+        """URLs fetched and due again in a while (after the window's horizon, mostly), with
+        recrawl fields or without (``fetched`` None)."""
+        keys = self._keys(picks)
+        values = outcomes(len(keys), status=DrumStatus.FETCHED, at_ms=self.now,
+                          http_status=200, host=self._host(keys), next_fetch_ms=self.now + later)
+        if fetched is not None:
+            values["recrawl_s"] = self.now // 1000 + fetched
+            values["interval_s"] = 60
+        self.model.add(2, keys, values, None)
+        self._results(self.drum.update(keys, values, now_ms=self.now))
+
+    @rule()
+    def select(self) -> None:
+        """A release, from the window while it lasts."""
+        self._results([self.drum.merge(now_ms=self.now, select=True)])
+
+    @rule(picks=keys_st, announced=st.integers(-2, 0))
+    def announce(self, picks: list[int], announced: int) -> None:
+        """A sitemap announces new content of URLs (as a discovery of them)."""
+        keys = self._keys(picks)
+        values = discoveries(len(keys), now_ms=self.now, host=self._host(keys),
+                             announced_s=self.now // 1000 + announced)
+        payloads = [payload_of(k) for k in keys]
+        self.model.add(3, keys, values, payloads)
+        self._results(self.drum.check_update(keys, values, payloads, now_ms=self.now))
+
+
 DrumMachine.TestCase.settings = settings(
     max_examples=40,
     stateful_step_count=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+WindowedDrumMachine.TestCase.settings = settings(
+    DrumMachine.TestCase.settings, max_examples=30, stateful_step_count=80
+)
 TestDrumStateful = DrumMachine.TestCase
+TestWindowedDrumStateful = WindowedDrumMachine.TestCase
 
 
 def test_record_dtype_is_136_bytes() -> None:
