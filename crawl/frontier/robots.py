@@ -5,8 +5,11 @@ the last robots.txt fetch, its text when it succeeded, and until when it may be 
 :class:`RobotsPolicy` interprets a record for our product token:
 
 - 2xx: the text is parsed with Protego and the group matching our token (else ``*``) applies;
-  only the first ``max_bytes`` are parsed; text that is not robots.txt allows everything, as
-  RFC 9309 says of unparseable lines.
+  only the first ``max_bytes`` are parsed (RFC 9309 2.5 asks for at least 500 KiB), and of a
+  file cut there (or cut short by a timeout) the incomplete last line is left out: it is not a
+  rule the site wrote (``Disallow: /archive/2024/`` cut after ``Disallow: /`` would deny the
+  whole site). Text that is not robots.txt allows everything, as RFC 9309 says of unparseable
+  lines.
 - 4xx but 429: no robots.txt, everything allowed.
 - 5xx, 429, timeout, unreachable: everything disallowed (never treat a failure as allow). The
   record is trusted until ``unavailable_retry_seconds``; the scheduler fetches robots.txt
@@ -25,7 +28,14 @@ from protego import Protego
 
 from crawl.config import RobotsSection
 
-__all__ = ["RobotsPolicy", "RobotsRecord", "record_from_fetch", "rfc_lines", "robots_url"]
+__all__ = [
+    "RobotsPolicy",
+    "RobotsRecord",
+    "record_from_fetch",
+    "rfc_lines",
+    "robots_url",
+    "whole_lines",
+]
 
 
 def robots_url(host: str, scheme: str = "http") -> str:
@@ -61,11 +71,22 @@ def _available(http_status: int) -> bool:
 
 
 def record_from_fetch(
-    http_status: int, body: bytes, reason: str, now_ms: int, config: RobotsSection
+    http_status: int,
+    body: bytes,
+    reason: str,
+    now_ms: int,
+    config: RobotsSection,
+    truncated: str = "",
 ) -> RobotsRecord:
-    """Build the record kept for a host from a robots.txt fetch (redirects already followed)."""
+    """Build the record kept for a host from a robots.txt fetch (redirects already followed).
+
+    ``truncated`` is the fetch's mark of a body cut short (``"length"`` at ``max_bytes``,
+    ``"time"``); a body longer than ``max_bytes`` is cut here too.
+    """
     if 200 <= http_status < 300:
-        text = body[: config.max_bytes].decode("utf-8-sig", errors="replace")
+        text = whole_lines(body, config.max_bytes, bool(truncated)).decode(
+            "utf-8-sig", errors="replace"
+        )
         return RobotsRecord(http_status, text, now_ms, now_ms + int(config.ttl_seconds * 1000))
     if _available(http_status):
         # 3xx left after following redirects counts as unavailable-but-not-failed: RFC 9309
@@ -73,6 +94,21 @@ def record_from_fetch(
         return RobotsRecord(http_status, "", now_ms, now_ms + int(config.ttl_seconds * 1000))
     retry = now_ms + int(config.unavailable_retry_seconds * 1000)
     return RobotsRecord(http_status, "", now_ms, retry, reason or f"http:{http_status}")
+
+
+def whole_lines(body: bytes, max_bytes: int, cut: bool = False) -> bytes:
+    """The first ``max_bytes`` of ``body`` without the incomplete line a cut leaves at its end.
+
+    ``cut`` says that ``body`` itself was cut short; a body longer than ``max_bytes`` is cut
+    here. Of a cut body, what follows its last line end (CR or LF, RFC 9309 2.2) is dropped;
+    a cut that falls just after a line end (between the CR and LF of a CRLF too) drops nothing,
+    and a cut body without any line end keeps nothing (one unfinished line holds no group).
+    """
+    if len(body) > max_bytes:
+        body, cut = body[:max_bytes], True
+    if not cut:
+        return body
+    return body[: max(body.rfind(b"\n"), body.rfind(b"\r")) + 1]
 
 
 #: Fields Protego understands; RFC 9309 defines the first three, the others are common

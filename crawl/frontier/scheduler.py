@@ -376,7 +376,8 @@ class HostScheduler:
         crawl_delay = 0.0
         if state.lease_kind == LEASE_ROBOTS:
             state.robots = record_from_fetch(
-                result.http_status, result.body, result.reason, now_ms, self._robots
+                result.http_status, result.body, result.reason, now_ms, self._robots,
+                result.truncated,
             )
             result.hops = PREREQUISITE
             crawl_delay = self.policy(host, state.robots).crawl_delay_seconds

@@ -224,6 +224,27 @@ def test_robots_that_answers_on_a_retry_lets_the_queue_through(tmp_path: Path) -
     assert wake.start.url == f"http://{HOST}/a"
 
 
+def test_a_robots_txt_cut_at_max_bytes_does_not_deny_with_its_cut_line(tmp_path: Path) -> None:
+    limit = RobotsSection().max_bytes
+    lines = [f"Disallow: /archive/1993/zz-{n:06d}/\n" for n in range(limit // 30)]
+    comment = "#" * ((limit - len("User-agent: *\n#\nDisallow: /")) % len(lines[0]))
+    body = (f"User-agent: *\n#{comment}\n" + "".join(lines)).encode()
+    cut = body[:limit]
+    assert cut.endswith(b"\nDisallow: /")  # a whole host denied, if read as a rule
+    scheduler = _scheduler(tmp_path)
+    state = _state("/p/1")
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+    fetched = FetchResult(url=wake.start.url, status=Status.FETCHED, reason="", http_status=200,
+                          body=cut, truncated="length", started_ms=1000, duration_ms=100)
+    scheduler.wake(HOST, state, _done(fetched), now_ms=1100)
+
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+
+    assert wake.results == []
+    assert wake.start is not None
+    assert wake.start.url == f"http://{HOST}/p/1"
+
+
 def test_expired_robots_is_fetched_again(tmp_path: Path) -> None:
     state = _state("/a", robots=RobotsRecord(200, "", 0, 5000))
     wake = _scheduler(tmp_path).wake(HOST, state, None, now_ms=6000)
