@@ -7,6 +7,7 @@ serves, for every page it has.
 from __future__ import annotations
 
 import pytest
+from protego import Protego
 
 from crawl.config import PolitenessSection, RobotsSection
 from crawl.frontier.robots import (
@@ -15,6 +16,7 @@ from crawl.frontier.robots import (
     record_from_fetch,
     rfc_lines,
     robots_url,
+    unparseable,
 )
 from synthweb import RobotsKind, SyntheticWeb, WebConfig
 from synthweb.urls import split_url
@@ -290,6 +292,45 @@ def test_garbage_bytes_allow_everything() -> None:
 
     assert policy.verdict("http://example.com/x") == (True, "")
     assert policy.crawl_delay_seconds == 0.0
+
+
+#: Text Protego cannot parse: it raises on a lone surrogate (a rule's pattern is quoted as
+#: UTF-8), as a robots.txt held by an earlier version or read otherwise than from bytes could.
+UNPARSEABLE_TEXT = "User-agent: *\nDisallow: /private/\ud800\nCrawl-delay: 5\n"
+
+
+def test_robots_txt_protego_cannot_parse_denies_everything() -> None:
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+        Protego.parse(rfc_lines(UNPARSEABLE_TEXT))
+    policy = RobotsPolicy(RobotsRecord(200, UNPARSEABLE_TEXT, NOW, NOW + TTL_MS), TOKEN, 30.0)
+
+    assert policy.unparseable
+    for path in ("/", "/page", "/private/x"):
+        assert policy.verdict(f"http://example.com{path}") == (
+            False, "robots:unavailable:unparseable"
+        )
+    assert policy.crawl_delay_seconds == 0.0
+
+
+def test_an_unparseable_record_is_unavailable_until_the_retry() -> None:
+    record = record_from_fetch(200, b"User-agent: *\nDisallow: /x\n", "", NOW, CONFIG)
+
+    judged = unparseable(record, NOW + 5, CONFIG)
+
+    assert judged == RobotsRecord(200, "", NOW + 5, NOW + 5 + RETRY_MS, "unparseable")
+    assert not judged.available
+    policy = RobotsPolicy(judged, TOKEN, 30.0)
+    assert not policy.unparseable  # nothing left to parse: the record says why
+    assert policy.verdict("http://example.com/") == (False, "robots:unavailable:unparseable")
+
+
+def test_a_url_the_rules_cannot_be_matched_against_is_denied() -> None:
+    policy = _policy("User-agent: *\nDisallow: /private/\n")
+
+    assert policy.verdict("http://example.com/\ud800") == (
+        False, "robots:internal:UnicodeEncodeError"
+    )
+    assert policy.verdict("http://example.com/page") == (True, "")
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 410, 301])

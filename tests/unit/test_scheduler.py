@@ -203,6 +203,62 @@ def test_robots_refused_by_the_address_guard_is_not_asked_again(tmp_path: Path) 
     ]
 
 
+#: A robots.txt text Protego cannot parse (it raises on the lone surrogate), as a record kept
+#: in state can hold it.
+UNPARSEABLE = "User-agent: *\nDisallow: /private/\ud800\n"
+
+
+def test_robots_txt_that_cannot_be_parsed_is_asked_again_while_the_queue_waits(
+    tmp_path: Path,
+) -> None:
+    scheduler = _scheduler(tmp_path)
+    state = _state("/a", "/b", robots=_robots(UNPARSEABLE))
+
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+
+    # Nothing of the host is fetched: the text counts as a robots.txt that could not be had.
+    assert wake.start is None
+    assert wake.results == []
+    assert wake.events == ["robots.unparseable", "robots.retries", "backoffs"]
+    assert state.robots == RobotsRecord(200, "", 1000, 1000 + 600_000, "unparseable")
+    assert state.failures == 1
+    assert len(state.queue) == 2
+    assert wake.wake_at_ms == state.next_allowed_ms > 1000
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+    assert wake.start is not None
+    assert wake.start.kind == LEASE_ROBOTS
+    now = state.next_allowed_ms
+    answered = FetchResult(url=wake.start.url, status=Status.FETCHED, reason="",
+                           http_status=200, body=b"User-agent: *\nDisallow: /a\n",
+                           started_ms=now, duration_ms=100)
+    scheduler.wake(HOST, state, _done(answered), now_ms=now + 100)
+    assert state.failures == 0
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+    assert [(r.url, r.reason) for r in wake.results] == [
+        (f"http://{HOST}/a", "robots:disallow")
+    ]
+    assert wake.start is not None
+    assert wake.start.url == f"http://{HOST}/b"
+
+
+def test_robots_txt_that_cannot_be_parsed_denies_the_queue_once_out_of_attempts(
+    tmp_path: Path,
+) -> None:
+    scheduler = _scheduler(tmp_path)
+    state = _state("/a", "/b", robots=_robots(UNPARSEABLE))
+    state.failures = RobotsSection().unavailable_attempts - 1
+
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+
+    assert wake.start is None
+    assert "robots.retries" not in wake.events
+    assert [(r.status, r.reason) for r in wake.results] == [
+        (Status.ROBOTS_DENIED, "robots:unavailable:unparseable")
+    ] * 2
+    assert state.robots is not None
+    assert state.robots.expires_ms == 1000 + 600_000
+
+
 def test_robots_that_answers_on_a_retry_lets_the_queue_through(tmp_path: Path) -> None:
     scheduler = _scheduler(tmp_path)
     state = _state("/a")
