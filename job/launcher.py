@@ -49,8 +49,8 @@ from job.native_allocator import AllocatorError, preload_allocator
 from job.status import JOB_FILE, RestClient, StatusError
 
 __all__ = [
-    "UNKNOWN_STATE", "CrawlError", "JobStateReader", "fixed_settings", "flink_configuration",
-    "migrate_loop_source", "prepare_output", "run_local_crawl",
+    "UNKNOWN_STATE", "CrawlError", "JobStateReader", "bind_settings", "fixed_settings",
+    "flink_configuration", "migrate_loop_source", "prepare_output", "run_local_crawl",
 ]
 
 JOB_NAME = "pyflink-crawler"
@@ -215,6 +215,34 @@ def flink_configuration(
             f"keeps replaced files that long for the retained checkpoints), got "
             f"{config.crawldb.file_grace_seconds:g}"
         )
+    return settings
+
+
+#: Every interface: the endpoints listen on it, and name no address to reach them by.
+_WILDCARD = "0.0.0.0"
+
+
+def bind_settings(address: str) -> dict[str, str]:
+    """The Flink settings that bind every endpoint of a local run to ``address``
+    (``crawl.flink_bind_address``; Flink binds them to every interface by default).
+
+    - ``rest.bind-address``: the REST API and web UI, which take job submissions, that is
+      code to run, without authentication;
+    - ``jobmanager.bind-host``: the blob server (job jars and artefacts), and the JobManager's
+      RPC when it has a port of its own (the MiniCluster's RPC is in-process);
+    - ``taskmanager.bind-host``: the TaskManager's RPC and data port, likewise (one local
+      TaskManager exchanges data in memory);
+    - ``rest.address``, ``jobmanager.rpc.address``, ``taskmanager.host``: the addresses
+      clients are given, the same address unless it is every interface.
+    """
+    settings = {
+        "rest.bind-address": address,
+        "jobmanager.bind-host": address,
+        "taskmanager.bind-host": address,
+    }
+    if address != _WILDCARD:
+        settings.update({"rest.address": address, "jobmanager.rpc.address": address,
+                         "taskmanager.host": address})
     return settings
 
 
@@ -574,6 +602,8 @@ def _submit(
 ) -> Any:
     """Point Flink at this crawl's configuration, build the job and start it."""
     settings = flink_configuration(config, layout, flink_conf)
+    for key, value in bind_settings(config.crawl.flink_bind_address).items():
+        settings.setdefault(key, value)  # a key of flink-conf.yaml is a choice made already
     if restore_from is not None:
         settings["execution.state-recovery.path"] = restore_from.as_uri()
         settings.update(restore_settings)
@@ -582,6 +612,11 @@ def _submit(
     os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)
     os.environ["FLINK_LOG_DIR"] = str(layout.flink_logs)
     os.environ["PATH"] = path_for_embedded_python(os.environ.get("PATH", ""))
+    # For a local run PyFlink otherwise starts its "loopback" worker pool in this process: a
+    # gRPC server on every interface ([::]) that starts Python workers on request, for
+    # operators in process mode. Thread mode does not use it; a process-mode operator gets a
+    # worker process started by Flink instead, as on a cluster (PyFlink's own tests do this).
+    os.environ.setdefault("_python_worker_execution_mode", "process")
     if any(key.startswith("metrics.reporter.") for key in settings):
         # Reporters are plugins (the apache-flink package ships them in pyflink/plugins), but
         # the MiniCluster loads none: it finds reporter factories on its class path only. So
