@@ -57,6 +57,14 @@ class ConfigError(ValueError):
     """A configuration value is missing, unknown or invalid; the message names the key."""
 
 
+def _ipv4_address(value: str) -> bool:
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _positive(value: float) -> bool:
     return value > 0 and math.isfinite(value)
 
@@ -339,6 +347,9 @@ class CrawlSection:
     recent_urls: int = 100_000
     #: The C allocator of the local MiniCluster's JVM (:mod:`job.native_allocator`).
     native_allocator: str = "auto"
+    #: The address every endpoint of a local run's Flink binds to (REST API, blob server, RPC,
+    #: data port): this machine only, unless opened deliberately (``job.launcher``).
+    flink_bind_address: str = "127.0.0.1"
 
     def _validate(self) -> None:
         _check(self, "crawl", "max_pages", lambda v: v >= 0, "an integer >= 0 (0: no budget)")
@@ -350,6 +361,8 @@ class CrawlSection:
         _check(self, "crawl", "recent_urls", lambda v: v >= 0, "an integer >= 0 (0: no cache)")
         _check(self, "crawl", "native_allocator", lambda v: v in ("auto", "jemalloc", "malloc"),
                "auto, jemalloc or malloc")
+        _check(self, "crawl", "flink_bind_address", _ipv4_address,
+               "an IPv4 address (127.0.0.1: this machine only, 0.0.0.0: every interface)")
         if self.parallelism > self.vnodes:
             raise ConfigError(
                 f"crawl.parallelism: {self.parallelism} exceeds crawl.vnodes ({self.vnodes})"

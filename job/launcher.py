@@ -5,7 +5,9 @@ the loop directory, submits the job and then watches the figures the stages writ
 (:mod:`crawl.progress`): it prints progress every few seconds and stops the job with a
 savepoint when the page budget is used up (and nothing is in flight) or when the crawl has
 been idle long enough. Stopping with a savepoint closes every operator, so every WARC file is
-finalised; the savepoint can continue the crawl later. Ctrl-C stops the same way.
+finalised; the savepoint can continue the crawl later. Ctrl-C stops the same way. The job's
+state is asked of Flink's REST API; a request that fails is asked again and reported
+(:class:`JobStateReader`), never taken for the job's end, which would skip the stop.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import shutil
 import sys
 import time
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -44,11 +46,11 @@ from crawl.urls.normalize import UrlNormalizer, normalization_settings
 from crawl.urls.scope import UrlPolicy
 from job.failures import FailureWatch, describe_failure, describe_os_error
 from job.native_allocator import AllocatorError, preload_allocator
-from job.status import JOB_FILE, RestClient
+from job.status import JOB_FILE, RestClient, StatusError
 
 __all__ = [
-    "CrawlError", "fixed_settings", "flink_configuration", "migrate_loop_source",
-    "prepare_output", "run_local_crawl",
+    "UNKNOWN_STATE", "CrawlError", "JobStateReader", "bind_settings", "fixed_settings",
+    "flink_configuration", "migrate_loop_source", "prepare_output", "run_local_crawl",
 ]
 
 JOB_NAME = "pyflink-crawler"
@@ -67,8 +69,106 @@ _POLL_SECONDS = 0.5
 _FAILURE_CHECK_SECONDS = 2.0
 
 
+#: The state of a job that could not be asked (neither running nor ended, as far as known).
+UNKNOWN_STATE = "UNKNOWN"
+_ENDED_STATES = ("FAILED", "CANCELED", "FINISHED")
+
+
 class CrawlError(RuntimeError):
     """The crawl could not start or the Flink job failed; the message says why."""
+
+
+class JobStateReader:
+    """The state of the launcher's job, asked again when asking fails, and never an end that
+    was not one.
+
+    ``ask`` returns the state (``RUNNING``, ``RESTARTING``, ``FINISHED``, ...) or raises. A
+    failed request (no answer, a reset, an HTTP error, an answer that is not the job's) is
+    asked again up to ``attempts`` times, ``pause_seconds`` apart. When they all fail, the job
+    is ``FINISHED`` only if ``ended()`` says so (its result is in: the local MiniCluster takes
+    its REST API down with the job), and :data:`UNKNOWN_STATE` otherwise: the caller asks
+    again at its next poll, and judges neither idleness nor the budget meanwhile. A streak of
+    failures is reported on ``out`` when it starts, when it gives up and when it ends.
+    """
+
+    def __init__(
+        self,
+        ask: Callable[[], str],
+        ended: Callable[[], bool],
+        out: TextIO,
+        attempts: int = 3,
+        pause_seconds: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._ask = ask
+        self._ended = ended
+        self._out = out
+        self._attempts = attempts
+        self._pause = pause_seconds
+        self._sleep = sleep
+        self._failed = 0  # failed requests in a row, across calls
+
+    @classmethod
+    def over_rest(
+        cls, rest: RestClient, job_id: str, ended: Callable[[], bool], out: TextIO,
+        **options: Any,
+    ) -> JobStateReader:
+        """A reader that asks Flink's REST API (``/jobs/<id>``)."""
+
+        def ask() -> str:
+            answer = rest.get(f"/jobs/{job_id}")
+            if not isinstance(answer, dict) or not isinstance(answer.get("state"), str):
+                raise StatusError(f"no state in the REST API's answer for job {job_id}")
+            return answer["state"]
+
+        return cls(ask, ended, out, **options)
+
+    def __call__(self) -> str:
+        for attempt in range(1, self._attempts + 1):
+            try:
+                state = self._ask()
+            except Exception as error:  # noqa: BLE001 - asked again, reported, never an end
+                self._failed += 1
+                if self._failed == 1:
+                    self._say(f"asking the job's state failed ({_first_line(error)}); "
+                              "asking again")
+                if attempt < self._attempts:
+                    self._sleep(self._pause)
+                    continue
+                if self._ended():
+                    return "FINISHED"
+                self._say(f"the job's state is unknown after {self._failed} failed requests "
+                          f"({_first_line(error)}); asking again at the next poll")
+                return UNKNOWN_STATE
+            if self._failed:
+                self._say(f"the job's state answered again after {self._failed} failed "
+                          f"requests: {state}")
+                self._failed = 0
+            return state
+        raise AssertionError("unreachable")
+
+    def _say(self, line: str) -> None:
+        print(line, file=self._out, flush=True)
+
+
+def _client_state(client: Any) -> str:
+    """The job's state from the JobClient (the MiniCluster's own RPC)."""
+    return str(client.get_job_status().result()).rsplit(".", 1)[-1]
+
+
+def _state_reader(client: Any, rest: str, out: TextIO) -> JobStateReader:
+    """How the launcher asks its job's state: the REST API when its address is known (the
+    JobClient's RPC otherwise); the job has ended once its result is in."""
+
+    def ended() -> bool:
+        try:
+            return bool(client.get_job_execution_result().done())
+        except Exception:  # noqa: BLE001 - the JobClient itself is gone: so is the job
+            return True
+
+    if rest:
+        return JobStateReader.over_rest(RestClient(rest), str(client.get_job_id()), ended, out)
+    return JobStateReader(lambda: _client_state(client), ended, out)
 
 
 def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -115,6 +215,34 @@ def flink_configuration(
             f"keeps replaced files that long for the retained checkpoints), got "
             f"{config.crawldb.file_grace_seconds:g}"
         )
+    return settings
+
+
+#: Every interface: the endpoints listen on it, and name no address to reach them by.
+_WILDCARD = "0.0.0.0"
+
+
+def bind_settings(address: str) -> dict[str, str]:
+    """The Flink settings that bind every endpoint of a local run to ``address``
+    (``crawl.flink_bind_address``; Flink binds them to every interface by default).
+
+    - ``rest.bind-address``: the REST API and web UI, which take job submissions, that is
+      code to run, without authentication;
+    - ``jobmanager.bind-host``: the blob server (job jars and artefacts), and the JobManager's
+      RPC when it has a port of its own (the MiniCluster's RPC is in-process);
+    - ``taskmanager.bind-host``: the TaskManager's RPC and data port, likewise (one local
+      TaskManager exchanges data in memory);
+    - ``rest.address``, ``jobmanager.rpc.address``, ``taskmanager.host``: the addresses
+      clients are given, the same address unless it is every interface.
+    """
+    settings = {
+        "rest.bind-address": address,
+        "jobmanager.bind-host": address,
+        "taskmanager.bind-host": address,
+    }
+    if address != _WILDCARD:
+        settings.update({"rest.address": address, "jobmanager.rpc.address": address,
+                         "taskmanager.host": address})
     return settings
 
 
@@ -216,7 +344,9 @@ def _stop_reason(
     return None
 
 
-def _stop_with_savepoint(client: Any, layout: OutputLayout, out: TextIO) -> str:
+def _stop_with_savepoint(
+    client: Any, layout: OutputLayout, out: TextIO, job_state: Callable[[], str]
+) -> str:
     """Stop the job with a savepoint (draining it, so every operator is closed).
 
     When Flink fails the stop (as it did when its continuous file source, which read the loop
@@ -238,7 +368,7 @@ def _stop_with_savepoint(client: Any, layout: OutputLayout, out: TextIO) -> str:
             if attempt == STOP_ATTEMPTS:
                 raise CrawlError(f"could not stop the job with a savepoint: {error}") from error
             print(f"stopping failed ({_first_line(error)}); retrying", file=out, flush=True)
-            _wait_until_running(client, layout)
+            _wait_until_running(client, layout, job_state)
     raise AssertionError("unreachable")
 
 
@@ -248,14 +378,16 @@ def _first_line(error: BaseException) -> str:
     return (causes[-1] if causes else text.splitlines()[0] if text else type(error).__name__)[:300]
 
 
-def _wait_until_running(client: Any, layout: OutputLayout, timeout: float = 120.0) -> None:
+def _wait_until_running(
+    client: Any, layout: OutputLayout, job_state: Callable[[], str], timeout: float = 120.0
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        state = _job_state(client)
+        state = job_state()
         if state == "RUNNING":
             time.sleep(2.0)  # let the restarted tasks open before stopping them again
             return
-        if state in ("FAILED", "CANCELED", "FINISHED"):
+        if state in _ENDED_STATES:
             _raise_job_failure(client, state, layout)
             return
         time.sleep(_POLL_SECONDS)
@@ -400,12 +532,13 @@ def run_local_crawl(
     )
     failures = FailureWatch(RestClient(rest).get, str(client.get_job_id())) if rest else None
     carry = CounterCarry()
+    job_state = _state_reader(client, rest, out)
     try:
-        reason, savepoint = _watch(client, config, layout, out, failures, carry)
+        reason, savepoint = _watch(client, config, layout, out, job_state, failures, carry)
     except KeyboardInterrupt:
         reason = "interrupted"
         print("\ninterrupted: stopping with a savepoint ...", file=out, flush=True)
-        savepoint = _stop_with_savepoint(client, layout, out)
+        savepoint = _stop_with_savepoint(client, layout, out, job_state)
     _wait_for_end(client, layout, failures)
     finished = time.time()
     _write_job_file(layout, {**job, "finished": finished, "stop_reason": reason})
@@ -471,6 +604,8 @@ def _submit(
 ) -> Any:
     """Point Flink at this crawl's configuration, build the job and start it."""
     settings = flink_configuration(config, layout, flink_conf)
+    for key, value in bind_settings(config.crawl.flink_bind_address).items():
+        settings.setdefault(key, value)  # a key of flink-conf.yaml is a choice made already
     if restore_from is not None:
         settings["execution.state-recovery.path"] = restore_from.as_uri()
         settings.update(restore_settings)
@@ -479,6 +614,11 @@ def _submit(
     os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)
     os.environ["FLINK_LOG_DIR"] = str(layout.flink_logs)
     os.environ["PATH"] = path_for_embedded_python(os.environ.get("PATH", ""))
+    # For a local run PyFlink otherwise starts its "loopback" worker pool in this process: a
+    # gRPC server on every interface ([::]) that starts Python workers on request, for
+    # operators in process mode. Thread mode does not use it; a process-mode operator gets a
+    # worker process started by Flink instead, as on a cluster (PyFlink's own tests do this).
+    os.environ.setdefault("_python_worker_execution_mode", "process")
     if any(key.startswith("metrics.reporter.") for key in settings):
         # Reporters are plugins (the apache-flink package ships them in pyflink/plugins), but
         # the MiniCluster loads none: it finds reporter factories on its class path only. So
@@ -504,6 +644,7 @@ def _submit(
 
 def _watch(
     client: Any, config: Config, layout: OutputLayout, out: TextIO,
+    job_state: Callable[[], str],
     failures: FailureWatch | None = None,
     carry: CounterCarry | None = None,
 ) -> tuple[str, str]:
@@ -515,16 +656,18 @@ def _watch(
     next_failure_check = 0.0
     while True:
         time.sleep(_POLL_SECONDS)
-        state = _job_state(client)
+        state = job_state()
         now = time.monotonic()
         if failures is not None and (now >= next_failure_check or state != "RUNNING"):
             next_failure_check = now + _FAILURE_CHECK_SECONDS
             for number, cause in failures.new():
                 print(f"task failure {number}: {cause.line()}; Flink restarts the job "
                       "from its last checkpoint", file=out, flush=True)
-        if state in ("FAILED", "CANCELED", "FINISHED"):
+        if state in _ENDED_STATES:
             _raise_job_failure(client, state, layout, failures)
             return f"job {state.lower()}", ""
+        if state == UNKNOWN_STATE:
+            continue  # not asked this time: judged at the next poll (the reader reported it)
         if state != "RUNNING":
             # Restarting after a failure: neither idle nor stoppable until it runs again.
             quiet.interrupt(now)
@@ -543,14 +686,7 @@ def _watch(
         )
         if reason:
             print(f"stopping: {reason}", file=out, flush=True)
-            return reason, _stop_with_savepoint(client, layout, out)
-
-
-def _job_state(client: Any) -> str:
-    try:
-        return str(client.get_job_status().result()).rsplit(".", 1)[-1]
-    except Exception:  # noqa: BLE001 - the MiniCluster is gone once the job has ended
-        return "FINISHED"
+            return reason, _stop_with_savepoint(client, layout, out, job_state)
 
 
 def _raise_job_failure(

@@ -42,7 +42,10 @@ Every hostile host's home page (``/``) is plain HTML linking to every other page
   "unavailable" (allow all) and one that follows them all agree: everything is allowed);
   ``x-robots-big.synth.test`` serves a robots.txt over 500 KiB whose ``Disallow: /late/``
   comes only after the first 500 KiB (RFC 9309's minimum parsing limit, taken here as the
-  limit): ``/late/1`` is allowed, ``/private/1`` (disallowed at the top) is not.
+  limit): ``/late/1`` is allowed, ``/private/1`` (disallowed at the top) is not. In between it
+  disallows an archive (``Disallow: /archive/1993/zz-000001/`` ...), laid out so that a reader
+  stopping at 512 KiB (:data:`ROBOTS_CUT`) cuts a line right after ``Disallow: /``: read as a
+  rule, that unfinished line would deny the whole host.
 
 The ground truth is :class:`synthweb.truth.HostileTruth`; :func:`synthweb.audit.audit_hostile`
 checks early retries, private-address requests and requests to hosts whose robots.txt failed.
@@ -71,6 +74,7 @@ __all__ = [
     "ROBOTS_BIG_HOST",
     "ROBOTS_CHAIN_HOST",
     "ROBOTS_CHAIN_LENGTH",
+    "ROBOTS_CUT",
     "ROBOTS_MOVED_HOST",
     "ROBOTS_STALL_HOST",
     "TRICKLE_HOST",
@@ -111,6 +115,8 @@ LOOP_PATHS = {"/loop/a": "/loop/b", "/loop/b": "/loop/a"}
 ROBOTS_CHAIN_LENGTH = 6
 #: RFC 9309, section 2.5: the parsing limit a crawler must at least support.
 ROBOTS_LIMIT = 500 * 1024
+#: Where the big robots.txt has a line cut after ``Disallow: /`` (a crawler's 512 KiB limit).
+ROBOTS_CUT = 512 * 1024
 TRICKLE_BYTES_PER_SECOND = 4
 #: Seconds between two writes of the trickle.
 TRICKLE_INTERVAL = 0.5
@@ -230,14 +236,18 @@ _BIG_ROBOTS: bytes | None = None
 
 
 def big_robots() -> bytes:
-    """The robots.txt of the big host: ``Disallow: /private/``, comments past
-    :data:`ROBOTS_LIMIT` bytes, then ``Disallow: /late/`` (520 KiB in all)."""
+    """The robots.txt of the big host: ``Disallow: /private/``, a comment, the archive's
+    ``Disallow`` lines past :data:`ROBOTS_LIMIT` bytes (one of them cut at :data:`ROBOTS_CUT`
+    right after ``Disallow: /``), then ``Disallow: /late/`` (520 KiB in all)."""
     global _BIG_ROBOTS
     if _BIG_ROBOTS is None:
         head = b"User-agent: *\nDisallow: /private/\n"
-        line = b"# " + b"padding " * 15 + b"\n"
-        count = (ROBOTS_LIMIT + 20 * 1024 - len(head)) // len(line) + 1
-        _BIG_ROBOTS = head + line * count + b"Disallow: /late/\n"
+        size = len(b"Disallow: /archive/1993/zz-000000/\n")
+        comment = b"# archive".ljust((ROBOTS_CUT - len(head) - len(b"Disallow: /")) % size - 1,
+                                     b".") + b"\n"
+        count = (ROBOTS_LIMIT + 20 * 1024 - len(head)) // size + 1
+        archive = b"".join(b"Disallow: /archive/1993/zz-%06d/\n" % n for n in range(1, count))
+        _BIG_ROBOTS = head + comment + archive + b"Disallow: /late/\n"
     return _BIG_ROBOTS
 
 

@@ -237,14 +237,17 @@ def back_off(
     failures: int,
     received_ms: int,
     config: PolitenessSection,
+    *,
+    failed: bool = False,
 ) -> BackOff:
     """The back-off after a fetch of a host with ``failures`` consecutive failures so far.
 
     ``retry_after`` and ``date`` are the response's ``Retry-After`` and ``Date`` headers
-    (None when absent); ``received_ms`` is when the response ended. See the module docstring
-    for the rules.
+    (None when absent); ``received_ms`` is when the response ended. ``failed`` counts the
+    outcome a failure whatever its status (a robots.txt that answered but cannot be parsed).
+    See the module docstring for the rules.
     """
-    signal = classify(http_status, reason)
+    signal = Signal.FAILURE if failed else classify(http_status, reason)
     if signal is Signal.SUCCESS:
         return BackOff(0)
     if signal is Signal.NEUTRAL:

@@ -5,8 +5,11 @@ the last robots.txt fetch, its text when it succeeded, and until when it may be 
 :class:`RobotsPolicy` interprets a record for our product token:
 
 - 2xx: the text is parsed with Protego and the group matching our token (else ``*``) applies;
-  only the first ``max_bytes`` are parsed; text that is not robots.txt allows everything, as
-  RFC 9309 says of unparseable lines.
+  only the first ``max_bytes`` are parsed (RFC 9309 2.5 asks for at least 500 KiB), and of a
+  file cut there (or cut short by a timeout) the incomplete last line is left out: it is not a
+  rule the site wrote (``Disallow: /archive/2024/`` cut after ``Disallow: /`` would deny the
+  whole site). Text that is not robots.txt allows everything, as RFC 9309 says of unparseable
+  lines.
 - 4xx but 429: no robots.txt, everything allowed.
 - 5xx, 429, timeout, unreachable: everything disallowed (never treat a failure as allow). The
   record is trusted until ``unavailable_retry_seconds``; the scheduler fetches robots.txt
@@ -14,6 +17,11 @@ the last robots.txt fetch, its text when it succeeded, and until when it may be 
   (``robots.unavailable_attempts``). 429 is the server asking the crawler to slow down, which
   RFC 9309's "4xx: unavailable, allow all" would turn into a licence to crawl the whole site:
   it counts as unreachable, as Google counts it.
+- 2xx whose text Protego raises on: it would allow no more than the site said only by luck,
+  so it counts as unavailable too (:data:`UNPARSEABLE`, ``robots:unavailable:unparseable``):
+  the policy denies everything, and the scheduler turns the record into one that is retried
+  as a 5xx is (:func:`unparseable`). A URL the rules raise on is denied as well
+  (``robots:internal:<exception>``).
 """
 
 from __future__ import annotations
@@ -25,7 +33,19 @@ from protego import Protego
 
 from crawl.config import RobotsSection
 
-__all__ = ["RobotsPolicy", "RobotsRecord", "record_from_fetch", "rfc_lines", "robots_url"]
+__all__ = [
+    "UNPARSEABLE",
+    "RobotsPolicy",
+    "RobotsRecord",
+    "record_from_fetch",
+    "rfc_lines",
+    "robots_url",
+    "unparseable",
+    "whole_lines",
+]
+
+#: The reason of a robots.txt that answered but whose text could not be parsed.
+UNPARSEABLE = "unparseable"
 
 
 def robots_url(host: str, scheme: str = "http") -> str:
@@ -37,7 +57,8 @@ def robots_url(host: str, scheme: str = "http") -> str:
 class RobotsRecord:
     """The outcome of a host's last robots.txt fetch, as kept in state.
 
-    ``http_status`` is 0 when no response was received (then ``reason`` says why).
+    ``http_status`` is 0 when no response was received (then ``reason`` says why); a 2xx
+    record with a reason (:data:`UNPARSEABLE`) holds a text that could not be parsed.
     """
 
     http_status: int
@@ -48,8 +69,9 @@ class RobotsRecord:
 
     @property
     def available(self) -> bool:
-        """False when robots.txt could not be had (5xx, 429 or no response): disallow all."""
-        return _available(self.http_status)
+        """False when robots.txt could not be had (5xx, 429 or no response) or could not be
+        parsed: disallow all."""
+        return _available(self.http_status) and not self.reason
 
     def expired(self, now_ms: int) -> bool:
         """Whether robots.txt must be fetched again before the next request to the host."""
@@ -61,11 +83,22 @@ def _available(http_status: int) -> bool:
 
 
 def record_from_fetch(
-    http_status: int, body: bytes, reason: str, now_ms: int, config: RobotsSection
+    http_status: int,
+    body: bytes,
+    reason: str,
+    now_ms: int,
+    config: RobotsSection,
+    truncated: str = "",
 ) -> RobotsRecord:
-    """Build the record kept for a host from a robots.txt fetch (redirects already followed)."""
+    """Build the record kept for a host from a robots.txt fetch (redirects already followed).
+
+    ``truncated`` is the fetch's mark of a body cut short (``"length"`` at ``max_bytes``,
+    ``"time"``); a body longer than ``max_bytes`` is cut here too.
+    """
     if 200 <= http_status < 300:
-        text = body[: config.max_bytes].decode("utf-8-sig", errors="replace")
+        text = whole_lines(body, config.max_bytes, bool(truncated)).decode(
+            "utf-8-sig", errors="replace"
+        )
         return RobotsRecord(http_status, text, now_ms, now_ms + int(config.ttl_seconds * 1000))
     if _available(http_status):
         # 3xx left after following redirects counts as unavailable-but-not-failed: RFC 9309
@@ -73,6 +106,29 @@ def record_from_fetch(
         return RobotsRecord(http_status, "", now_ms, now_ms + int(config.ttl_seconds * 1000))
     retry = now_ms + int(config.unavailable_retry_seconds * 1000)
     return RobotsRecord(http_status, "", now_ms, retry, reason or f"http:{http_status}")
+
+
+def unparseable(record: RobotsRecord, now_ms: int, config: RobotsSection) -> RobotsRecord:
+    """The record of a 2xx robots.txt whose text could not be parsed, judged at ``now_ms``:
+    unavailable (disallow all) until ``unavailable_retry_seconds``, as after a 5xx; the text is
+    not kept (the archive has it)."""
+    retry = now_ms + int(config.unavailable_retry_seconds * 1000)
+    return RobotsRecord(record.http_status, "", now_ms, retry, UNPARSEABLE)
+
+
+def whole_lines(body: bytes, max_bytes: int, cut: bool = False) -> bytes:
+    """The first ``max_bytes`` of ``body`` without the incomplete line a cut leaves at its end.
+
+    ``cut`` says that ``body`` itself was cut short; a body longer than ``max_bytes`` is cut
+    here. Of a cut body, what follows its last line end (CR or LF, RFC 9309 2.2) is dropped;
+    a cut that falls just after a line end (between the CR and LF of a CRLF too) drops nothing,
+    and a cut body without any line end keeps nothing (one unfinished line holds no group).
+    """
+    if len(body) > max_bytes:
+        body, cut = body[:max_bytes], True
+    if not cut:
+        return body
+    return body[: max(body.rfind(b"\n"), body.rfind(b"\r")) + 1]
 
 
 #: Fields Protego understands; RFC 9309 defines the first three, the others are common
@@ -119,19 +175,21 @@ def rfc_lines(text: str) -> str:
 class RobotsPolicy:
     """Answers 'may our token fetch this URL?' and 'how long must we wait?' for one host."""
 
-    __slots__ = ("_crawl_delay", "_parser", "_record", "_token")
+    __slots__ = ("_crawl_delay", "_parser", "_record", "_token", "_unparseable")
 
     def __init__(self, record: RobotsRecord, token: str, max_crawl_delay_seconds: float) -> None:
         self._record = record
         self._token = token.lower()
         self._parser: Protego | None = None
         self._crawl_delay = 0.0
+        self._unparseable = False
         if 200 <= record.http_status < 300 and record.body.strip():
             try:
                 self._parser = Protego.parse(rfc_lines(record.body))
                 delay = self._parser.crawl_delay(self._token)
-            except Exception:  # noqa: BLE001 - a robots.txt Protego chokes on allows all
+            except Exception:  # noqa: BLE001 - judged below: the web never stops the job
                 self._parser = None
+                self._unparseable = True
                 delay = None
             if delay is not None and delay > 0:
                 self._crawl_delay = min(float(delay), max_crawl_delay_seconds)
@@ -142,6 +200,11 @@ class RobotsPolicy:
         return self._record
 
     @property
+    def unparseable(self) -> bool:
+        """Whether the record's text could not be parsed (then everything is denied)."""
+        return self._unparseable
+
+    @property
     def crawl_delay_seconds(self) -> float:
         """Crawl-delay for our group (capped by configuration), 0 when none."""
         return self._crawl_delay
@@ -150,12 +213,14 @@ class RobotsPolicy:
         """(allowed, reason) for ``url``; reason is empty when allowed."""
         if not self._record.available:
             return False, f"robots:unavailable:{self._record.reason or self._record.http_status}"
+        if self._unparseable:
+            return False, f"robots:unavailable:{UNPARSEABLE}"
         if self._parser is None:
             return True, ""
         try:
             allowed = self._parser.can_fetch(url, self._token)
-        except Exception:  # noqa: BLE001 - pattern matching must not stop the crawl
-            return True, ""
+        except Exception as error:  # noqa: BLE001 - the web never stops the job
+            return False, f"robots:internal:{type(error).__name__}"
         if allowed:
             return True, ""
         return False, "robots:disallow"

@@ -17,9 +17,10 @@ at the host's state and its fetch in flight, and decides:
    robots.txt is out of attempts: recording the queue as denied needs no request and is done at
    once);
 4. robots.txt is fetched first whenever the host has none or it has expired; when it is
-   unavailable (5xx, 429, no answer) the queue waits and robots.txt is fetched again as the
-   back-off allows, ``robots.unavailable_attempts`` times in a row in all, before the queued URLs
-   are recorded ROBOTS_DENIED;
+   unavailable (5xx, 429, no answer, or a text that cannot be parsed, which counts as a failed
+   fetch of the host) the queue waits and robots.txt is fetched again as the back-off allows,
+   ``robots.unavailable_attempts`` times in a row in all, before the queued URLs are recorded
+   ROBOTS_DENIED;
 5. otherwise URLs are taken from the queue: those robots.txt disallows are recorded as
    ROBOTS_DENIED without any request, the first allowed one is fetched (if the page budget
    grants a token).
@@ -44,6 +45,7 @@ from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
 from crawl.frontier.budget import PageBudget
 from crawl.frontier.host_queue import HostQueue, MapStore, QueueEntry
 from crawl.frontier.politeness import (
+    BackOff,
     Signal,
     back_off,
     classify,
@@ -51,7 +53,14 @@ from crawl.frontier.politeness import (
     next_allowed_start_ms,
     poll_delay_ms,
 )
-from crawl.frontier.robots import RobotsPolicy, RobotsRecord, record_from_fetch, robots_url
+from crawl.frontier.robots import (
+    UNPARSEABLE,
+    RobotsPolicy,
+    RobotsRecord,
+    record_from_fetch,
+    robots_url,
+    unparseable,
+)
 from crawl.hops import PREREQUISITE
 from crawl.model import FetchResult
 from crawl.status import Status
@@ -213,9 +222,14 @@ class HostScheduler:
 
     def policy(self, host: str, record: RobotsRecord) -> RobotsPolicy:
         """The parsed robots policy of ``host``: parsed once per robots.txt fetch and kept in an
-        LRU cache bounded by the size of the robots.txt texts it holds."""
+        LRU cache bounded by the size of the robots.txt texts it holds (a record found
+        unparseable replaces its fetch's, with the same time and a reason)."""
         policy = self._policies.get(host)
-        if policy is not None and policy.record.fetched_ms == record.fetched_ms:
+        if (
+            policy is not None
+            and policy.record.fetched_ms == record.fetched_ms
+            and policy.record.reason == record.reason
+        ):
             self._policies.move_to_end(host)
             return policy
         if policy is not None:
@@ -258,6 +272,12 @@ class HostScheduler:
             if state.lease_kind == LEASE_PAGE:
                 state.queue.push_front(state.lease_payload)
             self._release(state)
+        if len(state.queue) and self._judge_robots_text(host, state, now_ms, wake):
+            # A text kept from before that this parser cannot read (an upgrade): as a failed
+            # fetch of robots.txt at this moment.
+            verdict = back_off(0, "", None, None, state.failures, now_ms, self._politeness,
+                               failed=True)
+            self._apply_back_off(state, verdict, wake, robots=True)
 
         given_up = self._robots_given_up(state, now_ms)
         # Out of robots.txt attempts, the queue is recorded as denied at once: that needs no
@@ -333,16 +353,34 @@ class HostScheduler:
 
     def _robots_retry_due(self, state: HostState) -> bool:
         """Whether robots.txt, unavailable after a failure that may pass (5xx, 429, no
-        connection), is to be asked again (once the back-off ends) while the queue waits:
-        until ``robots.unavailable_attempts`` failures in a row. Our own refusals (the address
-        guard) and malformed answers are not asked again."""
+        connection, a text that cannot be parsed), is to be asked again (once the back-off
+        ends) while the queue waits: until ``robots.unavailable_attempts`` failures in a row.
+        Our own refusals (the address guard) and malformed answers are not asked again."""
         robots = state.robots
         return (
             robots is not None
             and not robots.available
             and state.failures < self._robots.unavailable_attempts
-            and classify(robots.http_status, robots.reason) is Signal.FAILURE
+            and (
+                robots.reason == UNPARSEABLE
+                or classify(robots.http_status, robots.reason) is Signal.FAILURE
+            )
         )
+
+    def _judge_robots_text(
+        self, host: str, state: HostState, now_ms: int, wake: Wake
+    ) -> bool:
+        """Whether the host's robots.txt, trusted till now, holds a text that cannot be
+        parsed; if so its record becomes an unavailable one (:func:`unparseable`). The caller
+        counts it a failed fetch of the host."""
+        robots = state.robots
+        if robots is None or not robots.available or robots.expired(now_ms):
+            return False
+        if not self.policy(host, robots).unparseable:
+            return False
+        state.robots = unparseable(robots, now_ms, self._robots)
+        wake.events.append("robots.unparseable")
+        return True
 
     @staticmethod
     def poll_at_ms(state: HostState, now_ms: int) -> int:
@@ -377,11 +415,14 @@ class HostScheduler:
                 result.recrawl = leased.recrawl
             result.cash = leased.rank  # a released URL's rank is its cash
         crawl_delay = 0.0
+        unreadable = False
         if state.lease_kind == LEASE_ROBOTS:
             state.robots = record_from_fetch(
-                result.http_status, result.body, result.reason, now_ms, self._robots
+                result.http_status, result.body, result.reason, now_ms, self._robots,
+                result.truncated,
             )
             result.hops = PREREQUISITE
+            unreadable = self._judge_robots_text(host, state, now_ms, wake)
             crawl_delay = self.policy(host, state.robots).crawl_delay_seconds
         elif state.robots is not None:
             crawl_delay = self.policy(host, state.robots).crawl_delay_seconds
@@ -400,16 +441,9 @@ class HostScheduler:
             state.failures,
             finished,
             self._politeness,
+            failed=unreadable,
         )
-        state.failures = verdict.failures
-        if verdict.not_before_ms > state.next_allowed_ms:
-            state.next_allowed_ms = verdict.not_before_ms
-        if state.lease_kind == LEASE_ROBOTS and self._robots_retry_due(state):
-            wake.events.append("robots.retries")
-        if verdict.suspended:
-            wake.events.append("suspensions")
-        elif verdict.not_before_ms:
-            wake.events.append("backoffs")
+        self._apply_back_off(state, verdict, wake, robots=state.lease_kind == LEASE_ROBOTS)
         if verdict.retryable and state.lease_kind == LEASE_PAGE:
             entry = QueueEntry.decode(state.lease_payload)
             attempts = entry.attempts + 1
@@ -422,6 +456,20 @@ class HostScheduler:
                 wake.events.append("retries.exhausted")
         wake.results.append(result)
         self._release(state)
+
+    def _apply_back_off(
+        self, state: HostState, verdict: BackOff, wake: Wake, *, robots: bool
+    ) -> None:
+        """Take ``verdict`` into the host's state; ``robots``: it judged a robots.txt fetch."""
+        state.failures = verdict.failures
+        if verdict.not_before_ms > state.next_allowed_ms:
+            state.next_allowed_ms = verdict.not_before_ms
+        if robots and self._robots_retry_due(state):
+            wake.events.append("robots.retries")
+        if verdict.suspended:
+            wake.events.append("suspensions")
+        elif verdict.not_before_ms:
+            wake.events.append("backoffs")
 
     @staticmethod
     def _lease(state: HostState, kind: str, payload: str, now_ms: int) -> None:

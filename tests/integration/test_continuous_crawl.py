@@ -177,8 +177,13 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     # start.
     for url, page in gone.items():
         made = requests[url]
-        if url.split("/")[2] in announcing and changing.change_class(url) == "static":
-            assert len(made) == 1, made  # fetched once by its schedule, never announced
+        if (url.split("/")[2] in announcing and changing.change_class(url) == "static"
+                and made[0].status == 200):
+            # Fetched before it went away: its schedule (200 s) never comes due in the crawl and
+            # the sitemap never announces it (its lastmod stays in 2020). Pages go away 20 s
+            # after the web starts; on a loaded machine the crawl may reach one only after that,
+            # and then it is a gone page like any other, below.
+            assert len(made) == 1, made
             continue
         failures = [record for record in made if record.status in (404, 410)]
         assert [record.status for record in failures] == [page.status, page.status], (

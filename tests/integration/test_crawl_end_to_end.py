@@ -14,6 +14,7 @@ from job.native_allocator import find_jemalloc
 from operators.faults import ENVIRONMENT_VARIABLE
 from synthweb import SyntheticWebServer, WebConfig, audit_log
 from tests.integration.crawl_runner import run_crawl
+from tests.integration.listening import ListeningWatch
 from tests.integration.metrics_watch import MetricsWatch
 
 pytestmark = pytest.mark.integration
@@ -45,17 +46,23 @@ def test_crawl_fetches_every_reachable_page_politely_and_shows_its_figures(
     tmp_path: Path, web_server: SyntheticWebServer
 ) -> None:
     """The default crawl of the 12-host web, watched while it runs through its Flink metrics
-    and ``python -m job status`` (``metrics_watch``)."""
+    and ``python -m job status`` (``metrics_watch``), and through the sockets it listens on."""
     seeds = web_server.web.seeds()
     watch = MetricsWatch(tmp_path / "out")
+    sockets = ListeningWatch(tmp_path / "out")
     process, summary = run_crawl(
         tmp_path, seeds, web_server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6",
-        watch=watch,
+        watch=lambda: (watch(), sockets()),
     )
     assert process.returncode == 0, process.stderr[-3000:]
     assert summary["stop_reason"] == "idle"
     assert summary["pages"] > 20
     watch.check(summary)
+    # Nothing of a local run listens beyond this machine (crawl.flink_bind_address): the REST
+    # API (seen while the MiniCluster ran), the blob server, PyFlink's own servers.
+    assert sockets.rest.startswith("http://127.0.0.1:"), sockets.rest
+    assert int(sockets.rest.rsplit(":", 1)[1]) in {listener.port for listener in sockets.seen}
+    assert [str(listener) for listener in sorted(sockets.seen) if not listener.loopback] == []
     # crawl.native_allocator auto: jemalloc where this machine has it.
     jemalloc = find_jemalloc()
     assert (f"native memory: jemalloc ({jemalloc})" if jemalloc else

@@ -16,6 +16,7 @@ from crawl.loop.reader import read_migrated
 from job.launcher import (
     DEFAULT_FLINK_CONF,
     CrawlError,
+    bind_settings,
     flink_configuration,
     migrate_loop_source,
     path_for_embedded_python,
@@ -108,3 +109,20 @@ def test_a_savepoint_of_the_loop_reader_needs_no_migration(tmp_path: Path) -> No
     assert migrate_loop_source(layout, checkpoint, out) == {}
     assert out.getvalue() == ""
     assert read_migrated(layout.loop) == frozenset()
+
+
+def test_a_local_run_binds_every_flink_endpoint_to_this_machine_by_default() -> None:
+    assert Config().crawl.flink_bind_address == "127.0.0.1"
+    assert bind_settings("127.0.0.1") == {
+        "rest.bind-address": "127.0.0.1", "rest.address": "127.0.0.1",
+        "jobmanager.bind-host": "127.0.0.1", "jobmanager.rpc.address": "127.0.0.1",
+        "taskmanager.bind-host": "127.0.0.1", "taskmanager.host": "127.0.0.1",
+    }
+
+
+def test_every_interface_is_bound_but_never_given_as_an_address() -> None:
+    assert bind_settings("0.0.0.0") == {
+        "rest.bind-address": "0.0.0.0", "jobmanager.bind-host": "0.0.0.0",
+        "taskmanager.bind-host": "0.0.0.0",
+    }
+    assert bind_settings("192.0.2.7")["rest.address"] == "192.0.2.7"

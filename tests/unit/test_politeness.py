@@ -495,6 +495,18 @@ def test_back_off(
     )
 
 
+@pytest.mark.parametrize(("before", "failures", "wait"), [(0, 1, 5_000), (1, 2, 10_000)])
+def test_an_answer_the_caller_judges_failed_is_backed_off_as_a_failure(
+    before: int, failures: int, wait: int
+) -> None:
+    # a robots.txt that answered 200 but cannot be parsed
+    received = NOW + 250
+
+    result = back_off(200, "", None, DATE_NOW, before, received, BACKOFF, failed=True)
+
+    assert result == BackOff(failures, received + wait, False, False, None)
+
+
 def test_back_off_without_date_counts_a_retry_after_date_from_the_response_end() -> None:
     result = back_off(
         429, "http:429", "Sun, 22 Nov 2026 04:55:05 GMT", None, 0, NOW + 1000, BACKOFF

@@ -7,6 +7,7 @@ serves, for every page it has.
 from __future__ import annotations
 
 import pytest
+from protego import Protego
 
 from crawl.config import PolitenessSection, RobotsSection
 from crawl.frontier.robots import (
@@ -15,6 +16,7 @@ from crawl.frontier.robots import (
     record_from_fetch,
     rfc_lines,
     robots_url,
+    unparseable,
 )
 from synthweb import RobotsKind, SyntheticWeb, WebConfig
 from synthweb.urls import split_url
@@ -89,19 +91,90 @@ def test_record_body_is_cut_at_max_bytes() -> None:
 
     record = record_from_fetch(200, body, "", NOW, CONFIG)
 
-    assert len(record.body) == CONFIG.max_bytes
+    assert record.body == "User-agent: *\n"  # the comment cut at the limit is left out
     assert RobotsPolicy(record, TOKEN, 30.0).allows_path("/anything")
 
 
-def test_record_body_cut_inside_a_character_still_decodes() -> None:
+def test_record_body_cut_inside_a_character_drops_that_line() -> None:
     head = b"User-agent: *\nDisallow: /a\n#x"
     body = head + "\u00e9".encode() * 2000
     assert (CONFIG.max_bytes - len(head)) % 2 == 1  # the cut falls inside an "\u00e9"
 
+    record = record_from_fetch(200, body, "", NOW, CONFIG, "length")
+
+    assert record.body == "User-agent: *\nDisallow: /a\n"
+    assert not RobotsPolicy(record, TOKEN, 30.0).allows_path("/a")
+
+
+def _cut_at(tail: str, rest: str, limit: int = CONFIG.max_bytes) -> bytes:
+    """A robots.txt whose first ``limit`` bytes end with ``tail``, ``rest`` after them: a
+    group for every robot, comment lines up to the cut."""
+    head = "User-agent: *\nDisallow: /archive/1993/zz-000001/\n"
+    room = limit - len(head) - len(tail)
+    filler = "".join(f"#{'.' * 78}\n" for _ in range(room // 80)) + "#" * (room % 80 - 1) + "\n"
+    body = (head + filler + tail).encode()
+    assert len(body) == limit
+    return body + rest.encode()
+
+
+ARCHIVED = "/archive/1993/zz-006033/"
+
+# (the text up to the cut, the text after it, the last line's path is disallowed)
+CUTS = [
+    # cut in the middle of a line: "Disallow: /archive/1993/zz-006033/" would read "Disallow: /"
+    ("Disallow: /", "archive/1993/zz-006033/\nDisallow: /more/\n", False),
+    (f"Disallow: {ARCHIVED[:-1]}", "/\n", False),
+    # cut right after a line end by chance: every line before it is whole
+    (f"Disallow: {ARCHIVED}\n", "Disallow: /more/\n", True),
+    # CRLF line ends: cut between CR and LF (the line is whole), and inside a line
+    (f"Disallow: {ARCHIVED}\r", "\nDisallow: /more/\r\n", True),
+    ("Disallow: /x\r\nDisallow: /", "archive/1993/zz-006033/\r\n", False),
+    # CR alone ends a line too
+    (f"Disallow: {ARCHIVED}\r", "Disallow: /more/\r", True),
+    ("Disallow: /x\rDisallow: /", "archive/1993/zz-006033/\r", False),
+]
+
+
+@pytest.mark.parametrize(("tail", "rest", "whole"), CUTS)
+def test_a_line_cut_at_max_bytes_is_left_out(tail: str, rest: str, whole: bool) -> None:
+    body = _cut_at(tail, rest)
+    # As the fetcher hands it over: the first max_bytes, marked cut (and longer, cut here).
+    for fetched, truncated in ((body[: CONFIG.max_bytes], "length"), (body, "")):
+        policy = RobotsPolicy(
+            record_from_fetch(200, fetched, "", NOW, CONFIG, truncated), TOKEN, 30.0
+        )
+
+        assert policy.allows_path("/p/1")  # the site never disallowed it
+        assert not policy.allows_path("/archive/1993/zz-000001/x")
+        assert policy.allows_path(f"{ARCHIVED}x") is not whole
+        assert policy.allows_path("/more/x")  # beyond the limit
+
+
+def test_a_cut_body_without_a_line_end_keeps_nothing() -> None:
+    body = b"User-agent: *" + b" " * CONFIG.max_bytes + b"\nDisallow: /\n"
+
+    record = record_from_fetch(200, body[: CONFIG.max_bytes], "", NOW, CONFIG, "length")
+
+    assert record.body == ""
+    assert RobotsPolicy(record, TOKEN, 30.0).allows_path("/x")
+
+
+@pytest.mark.parametrize("size", [100, CONFIG.max_bytes])
+def test_the_last_line_of_a_whole_body_is_kept_without_a_line_end(size: int) -> None:
+    body = b"User-agent: *\n" + b"#" * (size - 26) + b"\nDisallow: /"
+    assert len(body) == size
+
     record = record_from_fetch(200, body, "", NOW, CONFIG)
 
-    assert record.body.endswith("\u00e9\ufffd")
-    assert not RobotsPolicy(record, TOKEN, 30.0).allows_path("/a")
+    assert record.body.endswith("\nDisallow: /")
+    assert not RobotsPolicy(record, TOKEN, 30.0).allows_path("/x")
+
+
+def test_a_body_cut_by_a_timeout_loses_its_last_line_too() -> None:
+    record = record_from_fetch(200, b"User-agent: *\nDisallow: /a/\nDisallow: /", "", NOW,
+                               CONFIG, "time")
+
+    assert record.body == "User-agent: *\nDisallow: /a/\n"
 
 
 def test_record_body_strips_the_bom_and_survives_bad_utf8() -> None:
@@ -219,6 +292,45 @@ def test_garbage_bytes_allow_everything() -> None:
 
     assert policy.verdict("http://example.com/x") == (True, "")
     assert policy.crawl_delay_seconds == 0.0
+
+
+#: Text Protego cannot parse: it raises on a lone surrogate (a rule's pattern is quoted as
+#: UTF-8), as a robots.txt held by an earlier version or read otherwise than from bytes could.
+UNPARSEABLE_TEXT = "User-agent: *\nDisallow: /private/\ud800\nCrawl-delay: 5\n"
+
+
+def test_robots_txt_protego_cannot_parse_denies_everything() -> None:
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+        Protego.parse(rfc_lines(UNPARSEABLE_TEXT))
+    policy = RobotsPolicy(RobotsRecord(200, UNPARSEABLE_TEXT, NOW, NOW + TTL_MS), TOKEN, 30.0)
+
+    assert policy.unparseable
+    for path in ("/", "/page", "/private/x"):
+        assert policy.verdict(f"http://example.com{path}") == (
+            False, "robots:unavailable:unparseable"
+        )
+    assert policy.crawl_delay_seconds == 0.0
+
+
+def test_an_unparseable_record_is_unavailable_until_the_retry() -> None:
+    record = record_from_fetch(200, b"User-agent: *\nDisallow: /x\n", "", NOW, CONFIG)
+
+    judged = unparseable(record, NOW + 5, CONFIG)
+
+    assert judged == RobotsRecord(200, "", NOW + 5, NOW + 5 + RETRY_MS, "unparseable")
+    assert not judged.available
+    policy = RobotsPolicy(judged, TOKEN, 30.0)
+    assert not policy.unparseable  # nothing left to parse: the record says why
+    assert policy.verdict("http://example.com/") == (False, "robots:unavailable:unparseable")
+
+
+def test_a_url_the_rules_cannot_be_matched_against_is_denied() -> None:
+    policy = _policy("User-agent: *\nDisallow: /private/\n")
+
+    assert policy.verdict("http://example.com/\ud800") == (
+        False, "robots:internal:UnicodeEncodeError"
+    )
+    assert policy.verdict("http://example.com/page") == (True, "")
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 410, 301])

@@ -203,6 +203,62 @@ def test_robots_refused_by_the_address_guard_is_not_asked_again(tmp_path: Path) 
     ]
 
 
+#: A robots.txt text Protego cannot parse (it raises on the lone surrogate), as a record kept
+#: in state can hold it.
+UNPARSEABLE = "User-agent: *\nDisallow: /private/\ud800\n"
+
+
+def test_robots_txt_that_cannot_be_parsed_is_asked_again_while_the_queue_waits(
+    tmp_path: Path,
+) -> None:
+    scheduler = _scheduler(tmp_path)
+    state = _state("/a", "/b", robots=_robots(UNPARSEABLE))
+
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+
+    # Nothing of the host is fetched: the text counts as a robots.txt that could not be had.
+    assert wake.start is None
+    assert wake.results == []
+    assert wake.events == ["robots.unparseable", "robots.retries", "backoffs"]
+    assert state.robots == RobotsRecord(200, "", 1000, 1000 + 600_000, "unparseable")
+    assert state.failures == 1
+    assert len(state.queue) == 2
+    assert wake.wake_at_ms == state.next_allowed_ms > 1000
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+    assert wake.start is not None
+    assert wake.start.kind == LEASE_ROBOTS
+    now = state.next_allowed_ms
+    answered = FetchResult(url=wake.start.url, status=Status.FETCHED, reason="",
+                           http_status=200, body=b"User-agent: *\nDisallow: /a\n",
+                           started_ms=now, duration_ms=100)
+    scheduler.wake(HOST, state, _done(answered), now_ms=now + 100)
+    assert state.failures == 0
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+    assert [(r.url, r.reason) for r in wake.results] == [
+        (f"http://{HOST}/a", "robots:disallow")
+    ]
+    assert wake.start is not None
+    assert wake.start.url == f"http://{HOST}/b"
+
+
+def test_robots_txt_that_cannot_be_parsed_denies_the_queue_once_out_of_attempts(
+    tmp_path: Path,
+) -> None:
+    scheduler = _scheduler(tmp_path)
+    state = _state("/a", "/b", robots=_robots(UNPARSEABLE))
+    state.failures = RobotsSection().unavailable_attempts - 1
+
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+
+    assert wake.start is None
+    assert "robots.retries" not in wake.events
+    assert [(r.status, r.reason) for r in wake.results] == [
+        (Status.ROBOTS_DENIED, "robots:unavailable:unparseable")
+    ] * 2
+    assert state.robots is not None
+    assert state.robots.expires_ms == 1000 + 600_000
+
+
 def test_robots_that_answers_on_a_retry_lets_the_queue_through(tmp_path: Path) -> None:
     scheduler = _scheduler(tmp_path)
     state = _state("/a")
@@ -222,6 +278,27 @@ def test_robots_that_answers_on_a_retry_lets_the_queue_through(tmp_path: Path) -
     wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
     assert wake.start is not None
     assert wake.start.url == f"http://{HOST}/a"
+
+
+def test_a_robots_txt_cut_at_max_bytes_does_not_deny_with_its_cut_line(tmp_path: Path) -> None:
+    limit = RobotsSection().max_bytes
+    lines = [f"Disallow: /archive/1993/zz-{n:06d}/\n" for n in range(limit // 30)]
+    comment = "#" * ((limit - len("User-agent: *\n#\nDisallow: /")) % len(lines[0]))
+    body = (f"User-agent: *\n#{comment}\n" + "".join(lines)).encode()
+    cut = body[:limit]
+    assert cut.endswith(b"\nDisallow: /")  # a whole host denied, if read as a rule
+    scheduler = _scheduler(tmp_path)
+    state = _state("/p/1")
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+    fetched = FetchResult(url=wake.start.url, status=Status.FETCHED, reason="", http_status=200,
+                          body=cut, truncated="length", started_ms=1000, duration_ms=100)
+    scheduler.wake(HOST, state, _done(fetched), now_ms=1100)
+
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+
+    assert wake.results == []
+    assert wake.start is not None
+    assert wake.start.url == f"http://{HOST}/p/1"
 
 
 def test_expired_robots_is_fetched_again(tmp_path: Path) -> None:

@@ -159,6 +159,9 @@ def test_big_robots_hides_its_last_rule_past_500_kib() -> None:
     assert b"Disallow: /late/" not in body[: hostile.ROBOTS_LIMIT]
     assert body.rstrip().endswith(b"Disallow: /late/")
     assert body.startswith(b"User-agent: *\nDisallow: /private/\n")
+    # Read up to 512 KiB, its last line is "Disallow: /" (the start of an archive's line).
+    assert body[: hostile.ROBOTS_CUT].endswith(b"\nDisallow: /")
+    assert body[hostile.ROBOTS_CUT:].startswith(b"archive/1993/zz-")
 
 
 def test_gzip_bomb_is_valid_and_small() -> None:
