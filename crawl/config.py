@@ -519,6 +519,9 @@ class PrioritySection:
     seed_boost: float = 10.0
     #: ...and a sitemap a robots.txt names (split over its entries as a page's over its links).
     sitemap_boost: float = 1.0
+    #: A new URL whose cash is below this share of the typical cash of the pages the crawl
+    #: fetches now is deferred (budget:importance), on whatever host it is. 0: never.
+    defer_below: float = 0.001
     #: URLs of one host handed to the frontier and not fetched yet, at most.
     host_window: int = 16
     #: URLs one crawl DB partition releases at most per release, best first.
@@ -537,6 +540,7 @@ class PrioritySection:
     def _validate(self) -> None:
         for key in ("seed_boost", "sitemap_boost"):
             _check(self, "priority", key, _non_negative, "a number >= 0")
+        _check(self, "priority", "defer_below", lambda v: 0 <= v < 1, "a number from 0, below 1")
         _check(self, "priority", "host_window", lambda v: 1 <= v <= 100_000,
                "an integer from 1 to 100000")
         _check(self, "priority", "release_batch", lambda v: v >= 1, "an integer >= 1")

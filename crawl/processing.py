@@ -76,7 +76,7 @@ from crawl.model import FetchResult
 from crawl.progress import StageStatus
 from crawl.status import Status
 from crawl.urls.normalize import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
-from crawl.urls.priority import CASH_DIGITS, link_cash
+from crawl.urls.priority import CASH_DIGITS, CashLevel, link_cash
 from crawl.urls.scope import UrlPolicy, registered_domain
 
 __all__ = [
@@ -210,6 +210,7 @@ class PageProcessor:
         self._producer_id = producer_id
         self._lines = 0
         self._recent = RecentUrls(recent_urls)
+        self._level = CashLevel()
         self._clock = clock
         self._policy = policy
         self._normalizer = normalizer
@@ -314,6 +315,7 @@ class PageProcessor:
                     and fingerprint.features >= self._change_features):
                 simhash = fingerprint.value
             revisit = _revisit(result, digest, simhash).encode()
+        self._level.add(result.cash)
         # The page passes its cash on to what it leads to: the outcome takes it out of its
         # record (cash that came while it was being fetched stays for its next visit).
         spent = result.cash if found and result.cash > 0 else 0.0
@@ -380,6 +382,7 @@ class PageProcessor:
         if not groups:
             return []
         hints = self._hints
+        level = self._level.value
         lines = [
             encode_line(
                 vnode,
@@ -392,6 +395,7 @@ class PageProcessor:
                 lastmod=[(url, lastmods[url]) for url, _, _ in group if url in lastmods]
                 if lastmods else (),
                 out=out if vnode == own_vnode else (),
+                level=level,
             )
             for vnode, (group, group_cash) in groups.items()
         ]

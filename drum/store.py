@@ -260,6 +260,8 @@ class DueSelection:
     #: shape's limit, and of the others those over their group's.
     held_by_group: int = 0
     held_by_shape: int = 0
+    #: ... and those ranked below the limits' ``min_rank``.
+    held_by_rank: int = 0
 
 
 @dataclass(frozen=True)
@@ -499,6 +501,9 @@ class ReleaseLimits(Protocol):
         """For each (host, shape) pair (unique), how many more of its URLs may go (>= 0)."""
         ...
 
+    #: New URLs ranked below this do not go (-inf: none held back so).
+    min_rank: float
+
 
 _UNLIMITED = np.iinfo(np.int64).max
 
@@ -515,6 +520,9 @@ class _Limits:
         self._shapes: dict[tuple[int, int], int] = {}
         self._group_due: dict[int, int] = {}
         self._pair_due: dict[tuple[int, int], int] = {}
+        self.min_rank = float(getattr(limits, "min_rank", float("-inf")))
+        #: Due new URLs held back because their rank is below ``min_rank``.
+        self.held_by_rank = 0
 
     def caps(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The group, the group's limit and the shape's limit of each record (revisits:
@@ -682,9 +690,15 @@ class _DueSelector:
             return
         self.due += count
         keys, values, next_fetch = keys[due], select(values, due), next_fetch[due]
-        if self.limits is not None:
-            self.limits.count_due(values)
         rank = self._rank(values)
+        if self.limits is not None:
+            low = (values["status"] == DrumStatus.UNFETCHED) & (rank < self.limits.min_rank)
+            if low.any():
+                self.limits.held_by_rank += int(np.count_nonzero(low))
+                keep = ~low
+                keys, values, next_fetch, rank = (keys[keep], select(values, keep),
+                                                  next_fetch[keep], rank[keep])
+            self.limits.count_due(values)
         if self._revisits is self._new:
             self._new.offer(keys, values, rank)
             return
@@ -1788,6 +1802,7 @@ class _MergeState:
             from_window=from_window,
             held_by_group=held[0],
             held_by_shape=held[1],
+            held_by_rank=selector.limits.held_by_rank if selector.limits is not None else 0,
         )
 
     # -- the due window

@@ -100,7 +100,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._status.gauge_functions["pending"] = lambda: sum(
             p.pending for p in list(self._partitions.values())
         )
-        for reason in ("budget:domain", "budget:shape"):
+        for reason in ("budget:domain", "budget:shape", "budget:importance"):
             self._status.gauge_functions[f"deferred.{reason}"] = (
                 lambda reason=reason: sum(p.deferred.get(reason, 0)
                                           for p in list(self._partitions.values())))
@@ -135,7 +135,8 @@ class CrawlDbFunction(KeyedProcessFunction):
         partition = self._partition(key)
         now = ctx.timer_service().current_processing_time()
         answer = partition.apply(record.found, record.done, now, record.rescore, record.near,
-                                 record.hint, record.lastmod, record.cash, record.out)
+                                 record.hint, record.lastmod, record.cash, record.out,
+                                 record.level)
         self._store(partition, payload)
         self._schedule(key, partition, now, ctx)
         yield from self._emit(answer, began)
@@ -164,7 +165,8 @@ class CrawlDbFunction(KeyedProcessFunction):
             # Nothing to merge or release: idle now. The metrics show the final figures (the
             # next count, which would push them, may not come), queues as they are now.
             self._status.flush(current=("known", "buffered", "pending", "archived",
-                                        "deferred.budget:domain", "deferred.budget:shape"))
+                                        "deferred.budget:domain", "deferred.budget:shape",
+                                        "deferred.budget:importance"))
             return
         registered = self._timers.get(key)
         if registered is None or registered > due:

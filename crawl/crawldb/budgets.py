@@ -116,6 +116,8 @@ class Budgets:
     def __init__(self, store: CounterStore, section: AdmissionSection) -> None:
         self._store = store
         self.section = section
+        #: New URLs ranked below this are held back (the crawl DB sets it: budget:importance).
+        self.min_rank = float("-inf")
         self.domains = section.domain_base_urls > 0
         self.shapes = section.shape_base_urls > 0
 

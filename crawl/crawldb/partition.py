@@ -288,7 +288,10 @@ class CrawlDbPartition:
         )
         # When the earliest URL not due at the last release comes due (None: none will).
         self._next_due_ms: int | None = None
-        self._budgets = budgets if budgets is not None and budgets.enabled else None
+        self._budgets = budgets
+        # The typical cash of the pages the crawl fetches now, as the process stage sends it.
+        self._level: float | None = None
+        self._defer_below = priority.defer_below if priority is not None else 0.0
         self._cash = CashPolicy(priority if priority is not None else PrioritySection())
         self._releasing = priority is not None and priority.enabled
         self._release_ms = int(priority.release_seconds * 1000) if self._releasing else 0
@@ -362,8 +365,9 @@ class CrawlDbPartition:
 
     @property
     def deferred(self) -> dict[str, int]:
-        """URLs held back by a budget at the last release, by reason (``budget:domain``,
-        ``budget:shape``): they go when their budget grows."""
+        """URLs held back at the last release, by reason: ``budget:domain`` and
+        ``budget:shape`` go when their budget grows, ``budget:importance`` when their cash
+        comes within ``priority.defer_below`` of the typical cash of what the crawl fetches."""
         return dict(self._deferred)
 
     @property
@@ -398,12 +402,17 @@ class CrawlDbPartition:
         lastmods: Sequence[Announcement] = (),
         cash: Sequence[float] | None = None,
         out: Sequence[tuple[str, str]] = (),
+        level: float | None = None,
     ) -> Answer:
         """Take the found URLs (with the ``cash`` each brings, their recrawl interval
         ``hints`` and sitemap ``lastmods``), done events, rescores, near-duplicate marks and
         the links between registered domains (``out``: (a domain, another it links to)) of one
-        loop record; when the pending operations reach ``buffer_ops``, merge them all and
-        deliver the answers."""
+        loop record, with the typical cash of the pages the crawl fetches now (``level``);
+        when the pending operations reach ``buffer_ops``, merge them all and deliver the
+        answers."""
+        if level is not None and level > 0:
+            self._level = level if self._level is None else self._level + 0.1 * (
+                level - self._level)
         budgets = self._budgets
         if budgets is not None:
             # What the record tells the budgets counts once, here (a replay of the journal
@@ -431,8 +440,12 @@ class CrawlDbPartition:
         results = self._to_drum(now_ms, answer)
         if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
             began = time.perf_counter()
-            result = self._drum.merge(now_ms=now_ms, select=release,
-                                      limits=self._budgets if release else None)
+            limits = None
+            if release and self._budgets is not None:
+                limits = self._budgets
+                limits.min_rank = (self._defer_below * self._level
+                                   if self._defer_below and self._level else float("-inf"))
+            result = self._drum.merge(now_ms=now_ms, select=release, limits=limits)
             results.append(result)
             if release:
                 # Only a release that passed over the DRUM spaces the next one out.
@@ -652,8 +665,9 @@ class CrawlDbPartition:
                 self._ops_since_release = 0
                 # Deferred URLs wait for their budget to grow: they do not keep the crawl busy.
                 self._deferred = {"budget:domain": due.held_by_group,
-                                  "budget:shape": due.held_by_shape}
-                self._pending = due.remaining - due.held_by_group - due.held_by_shape
+                                  "budget:shape": due.held_by_shape,
+                                  "budget:importance": due.held_by_rank}
+                self._pending = due.remaining - sum(self._deferred.values())
                 self._release_again = due.full and self._pending > 0
                 self._next_due_ms = result.due.next_due_ms
                 answer.count("releases")

@@ -8,7 +8,8 @@ One loop line carries everything one page produced for one virtual node::
                  "near": [[url, original url, distance], ...],
                  "hint": [[url, seconds], ...],
                  "lastmod": [[url, seconds since the epoch], ...],
-                 "out": [[registered domain, another it links to], ...]}
+                 "out": [[registered domain, another it links to], ...],
+                 "level": typical cash of the pages fetched now}
 
 ``cash`` gives each found URL the cash its discovery brings (:mod:`crawl.urls.priority`), in
 the order of ``found``; lines written before cash existed have none (the crawl DB then gives
@@ -29,6 +30,9 @@ time.
 
 ``out`` names, for a page of the line's vnode, the other registered domains it links to (the
 crawl DB's domain budgets count no support from a domain that a domain links back to).
+
+``level`` is the producer's estimate of the typical cash of the pages the crawl fetches now
+(:class:`crawl.urls.priority.CashLevel`), against which the crawl DB defers new URLs.
 
 ``hint`` gives found URLs a recrawl interval hint (a sitemap's ``changefreq``), which a
 continuous crawl starts their schedule with; ``lastmod`` the time a sitemap says their content
@@ -111,6 +115,8 @@ class LoopRecord(NamedTuple):
     cash: list[float] | None = None
     #: (a registered domain, another its page links to) pairs.
     out: list[tuple[str, str]] = []
+    #: The typical cash of the pages fetched now, as the line's producer sees it (None: none).
+    level: float | None = None
 
 
 class LoopRecordError(ValueError):
@@ -128,6 +134,7 @@ def encode_line(
     lastmod: Iterable[Announcement] = (),
     cash: Iterable[float] | None = None,
     out: Iterable[tuple[str, str]] = (),
+    level: float | None = None,
 ) -> str:
     """One loop line; empty lists (and an empty id) are left out. ``cash``, when given, has an
     amount for each of ``found``."""
@@ -143,6 +150,8 @@ def encode_line(
         items = list(items) if items is not None else []
         if items:
             payload[name] = items
+    if level is not None:
+        payload["level"] = level
     return f"{vnode}\t{json.dumps(payload, separators=(',', ':'), ensure_ascii=False)}"
 
 
@@ -184,9 +193,10 @@ def parse_record(payload: str) -> LoopRecord:
         hint = [(str(u), max(0, int(s))) for u, s in _items(data.get("hint", []), 2)]
         lastmod = [(str(u), max(0, int(s))) for u, s in _items(data.get("lastmod", []), 2)]
         out = [(str(a), str(b)) for a, b in _items(data.get("out", []), 2)]
+        level = _finite(data["level"]) if "level" in data else None
     except (ValueError, TypeError, AttributeError) as error:
         raise LoopRecordError(f"bad loop payload: {error}: {payload[:120]!r}") from None
-    return LoopRecord(found, done, rescore, near, hint, lastmod, cash, out)
+    return LoopRecord(found, done, rescore, near, hint, lastmod, cash, out, level)
 
 
 def _finite(value: Any) -> float:

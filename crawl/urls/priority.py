@@ -28,10 +28,12 @@ URL is its cash (:func:`rank`).
 
 from __future__ import annotations
 
+import math
+
 from crawl.config import PrioritySection
 from crawl.hops import SITEMAP, SITEMAP_LISTED
 
-__all__ = ["CASH_DIGITS", "CashPolicy", "link_cash", "rank"]
+__all__ = ["CASH_DIGITS", "CashLevel", "CashPolicy", "link_cash", "rank"]
 
 #: Digits kept of an amount of cash in a loop line (relative: a float's 7 are more than enough
 #: for an estimate, and the line stays short).
@@ -62,6 +64,39 @@ class CashPolicy:
         if injected is not None:
             return injected
         return self.sitemap_cash if hops.endswith(SITEMAP_LISTED) else 0.0
+
+
+class CashLevel:
+    """The typical cash of the pages a crawl fetches now: a moving geometric mean over the
+    last ``window`` pages or so (pages without cash left out), known after ``warmup`` pages.
+
+    The process stage keeps one from the pages it archives (a sample of the whole crawl's,
+    since it is keyed by payload digest) and sends it with its loop lines; the crawl DB defers
+    new URLs whose cash is far below it (``priority.defer_below``): whatever host they are on,
+    they are not worth a fetch while the crawl has pages of that level to fetch. O(1) a page.
+    """
+
+    def __init__(self, window: int = 200, warmup: int = 20) -> None:
+        self._alpha = 1.0 / window
+        self._warmup = warmup
+        self._seen = 0
+        self._log = 0.0
+
+    def add(self, cash: float) -> None:
+        if cash <= 0 or not math.isfinite(cash):
+            return
+        value = math.log(cash)
+        self._seen += 1
+        # The plain mean while warming up, then exponential.
+        alpha = max(self._alpha, 1.0 / self._seen)
+        self._log += alpha * (value - self._log)
+
+    @property
+    def value(self) -> float | None:
+        """The level, or None before ``warmup`` pages with cash."""
+        if self._seen < self._warmup:
+            return None
+        return float(f"{math.exp(self._log):.{CASH_DIGITS}g}")
 
 
 def link_cash(cash: float, links: int) -> float:

@@ -15,6 +15,7 @@ from crawl.config import AdmissionSection, CrawlDbSection, PrioritySection
 from crawl.crawldb.budgets import UNLIMITED, Budgets, CachedStore, MemoryStore, shape_key
 from crawl.crawldb.partition import CrawlDbPartition
 from crawl.progress import CrawlFigures, is_idle
+from crawl.urls.priority import CashLevel
 from crawl.urls.shapes import url_shape
 from drum import host_key
 
@@ -139,7 +140,7 @@ def test_the_crawl_db_defers_what_is_over_budget_and_releases_it_when_the_budget
     answer = db.flush(T0 + 1)
     sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
     assert sent == ["http://farm.test/p/0", "http://farm.test/p/1"]  # best first
-    assert db.deferred == {"budget:domain": 4, "budget:shape": 0}
+    assert db.deferred == {"budget:domain": 4, "budget:shape": 0, "budget:importance": 0}
     assert db.pending == 0  # deferred URLs keep no one busy...
     figures = CrawlFigures(counters={"fetch.timers": 1}, gauges={"crawldb.pending": db.pending})
     assert is_idle(figures, quiet_seconds=100, idle_seconds=10)  # ...so a crawl can end
@@ -149,3 +150,47 @@ def test_the_crawl_db_defers_what_is_over_budget_and_releases_it_when_the_budget
     sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
     assert sent == ["http://farm.test/p/2", "http://farm.test/p/3"]
     assert db.deferred["budget:domain"] == 2
+
+
+def test_the_level_is_the_typical_cash_of_the_pages_fetched_lately() -> None:
+    level = CashLevel(window=10, warmup=3)
+    for cash in (1.0, 0.0, 100.0):  # (a page without cash is left out)
+        level.add(cash)
+    assert level.value is None  # not known yet
+    level.add(0.01)
+    assert level.value == pytest.approx(1.0)  # the geometric mean of 1, 100 and 0.01
+    for _ in range(200):
+        level.add(1e-6)
+    assert level.value == pytest.approx(1e-6, rel=0.01)  # it follows what is fetched now
+
+
+def test_the_crawl_db_defers_urls_far_below_the_level_of_what_is_fetched(
+    tmp_path: Path,
+) -> None:
+    section = dataclasses.replace(CrawlDbSection(), fsync=False)
+    budgets = Budgets(MemoryStore(), AdmissionSection(domain_base_urls=0, shape_base_urls=0))
+    db = CrawlDbPartition(str(tmp_path / "p"), section, budgets=budgets,
+                          priority=PrioritySection(host_window=100, defer_below=0.01))
+    found = [("http://a.org/real", "L", "http://b.org/"), ("http://farm.test/1", "L", "http://a/"),
+             ("http://farm.test/2", "L", "http://a/")]
+    db.apply(found, [], T0, cash=[0.02, 1e-4, 1e-6], level=1.0)
+    answer = db.flush(T0 + 1)
+    sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
+    assert sent == ["http://a.org/real"]
+    assert db.deferred["budget:importance"] == 2
+    assert db.pending == 0
+    # What the crawl fetches comes down to the farm's level: its better page goes.
+    for _ in range(60):
+        db.apply([], [], T0 + 2, level=0.005)
+    db.apply([("http://a.org/next", "L", "http://b.org/")], [], T0 + 3, cash=[0.01])
+    answer = db.flush(T0 + 2000)
+    sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
+    assert sent == ["http://a.org/next", "http://farm.test/1"]
+    assert db.deferred["budget:importance"] == 1
+    # Off: nothing is held back so.
+    loose = CrawlDbPartition(str(tmp_path / "q"), section, budgets=budgets,
+                             priority=PrioritySection(host_window=100, defer_below=0.0))
+    loose.apply(found, [], T0, cash=[0.02, 1e-4, 1e-6], level=1.0)
+    sent = [item[0] for _, batch in loose.flush(T0 + 1).requests for item in json.loads(batch)]
+    assert len(sent) == 3
+    assert loose.deferred["budget:importance"] == 0
