@@ -520,8 +520,9 @@ class PrioritySection:
     #: ...and a sitemap a robots.txt names (split over its entries as a page's over its links).
     sitemap_boost: float = 1.0
     #: A new URL whose cash is below this share of the typical cash of the pages the crawl
-    #: fetches now is deferred (budget:importance), on whatever host it is. 0: never.
-    defer_below: float = 0.001
+    #: fetches now is deferred (budget:importance), on whatever host it is. 0: never (the
+    #: default: a crawl that runs dry ends with such URLs unfetched, real pages among them).
+    defer_below: float = 0.0
     #: URLs of one host handed to the frontier and not fetched yet, at most.
     host_window: int = 16
     #: URLs one crawl DB partition releases at most per release, best first.
