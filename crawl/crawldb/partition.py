@@ -16,14 +16,16 @@ life of a crawl, like the vnode count, and bounds the crawl DB's parallelism.
 Operations, in the order the loop delivers them:
 
 * a **found** URL (a link, a seed, a redirect target): ``check_update`` with an UNFETCHED
-  record (depth = its hops, score = what this discovery is worth: :mod:`crawl.urls.priority`).
+  record (depth = its hops, score = the cash this discovery brings: :mod:`crawl.urls.priority`).
   The merge that answers it says whether the URL was new; a new URL is handed to the frontier
   once (invariant 2, ARCHITECTURE.md: nothing is fetched twice): at once without priority, else
   by a release (below);
 * a **done** event (a fetch outcome): ``update`` with the outcome (status, HTTP status,
-  reason, time); attempts and failures are counted, the newest outcome wins;
+  reason, time, and minus the cash the fetch passed on); attempts and failures are counted,
+  the newest outcome wins;
 * a **rescore** (from the near-duplicate stage): a found URL whose score gets a share of
-  what its discovery was worth once more (negative: the link of a near-duplicate counts less);
+  the cash its discovery brought once more (negative: the link of a near-duplicate counts
+  less);
 * a **near** mark: ``update`` setting the record's :data:`FLAG_NEAR_DUPLICATE`.
 
 **Releases** (``priority.enabled``). At most every ``priority.release_seconds``, when
@@ -33,11 +35,12 @@ URLs due soonest and of those QUEUED, in memory, kept exact by every merge:
 :mod:`drum.due_window`) while it lasts, else in a read-only pass over the folded DRUM runs
 (about 0.2 s a million URLs; or a major merge's when one is due anyway), which builds the
 window again. A release that passed over the DRUM spaces the next so that releases take at
-most ``release_max_share`` of the time. The selection takes the best-ranked UNFETCHED URLs, at most
-``release_batch``, and no more of a host than leave ``host_window`` of its URLs QUEUED; the
-selected records become QUEUED (a fetch outcome, newer, replaces that) and go to the frontier
-with their rank. URLs left wait for a later release: :attr:`CrawlDbPartition.pending` counts
-them (the launcher's idle test needs it).
+most ``release_max_share`` of the time. The selection takes the UNFETCHED URLs with the most
+cash that their budgets allow (:mod:`crawl.crawldb.budgets`), at most ``release_batch``, and no
+more of a host than leave ``host_window`` of its URLs QUEUED; the selected records become
+QUEUED (a fetch outcome, newer, replaces that) and go to the frontier with their rank. URLs
+left wait for a later release: :attr:`CrawlDbPartition.pending` counts them (the launcher's
+idle test needs it), but for those a budget holds back (:attr:`CrawlDbPartition.deferred`).
 
 Answers come in bulk, when a merge runs: when the buffer is full, or at the latest
 ``flush_seconds`` after the buffer's first operation (the operator's timer calls
