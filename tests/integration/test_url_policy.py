@@ -76,5 +76,5 @@ def test_each_page_once_in_one_spelling_traps_bounded_and_the_farm_held_to_its_b
     assert crawldb["gauges"].get("deferred.budget:domain", 0) > 0
     assert summary["urls_deferred"] == {
         reason: int(crawldb["gauges"][f"deferred.{reason}"])
-        for reason in ("budget:domain", "budget:shape")}
+        for reason in ("budget:domain", "budget:shape", "budget:importance")}
     assert summary["links_rejected"].get("trap:repeated-segment", 0) > 0
