@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -65,8 +66,11 @@ def run_ours(
         "--set", "politeness.response_time_factor=0",
     ]
     started = time.monotonic()
-    # ``python -m job`` imports the packages of its working directory first.
-    process = subprocess.Popen(command, cwd=checkout, stdout=subprocess.PIPE,
+    # ``python -m job`` imports the packages of its working directory first; PYTHONPATH names
+    # it too, so that the job's embedded Python imports that checkout's code whatever this
+    # process's environment says.
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    process = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     monitor = ProcessTreeMonitor(process.pid)
     output, _ = process.communicate(timeout=1800)
