@@ -43,7 +43,6 @@ import json
 import os
 import random
 import re
-import signal
 import sys
 import urllib.parse
 from collections.abc import Sequence
@@ -51,8 +50,7 @@ from typing import ClassVar
 
 from synthweb.bvgraph import LawGraph
 from synthweb.graph import Response
-from synthweb.requestlog import RequestLogWriter
-from synthweb.server import SyntheticWebServer, SyntheticWebService
+from synthweb.server import SyntheticWebServer, SyntheticWebService, serve_until_stopped
 from synthweb.urls import page_identity
 
 __all__ = [
@@ -401,20 +399,9 @@ async def _serve(
     config: GraphWebConfig, host: str, port: int, log_path: str | None, flush_interval: float
 ) -> None:
     web = GraphWeb(config)
-    log = RequestLogWriter(open(log_path, "a", encoding="utf-8")) if log_path else None
-    service = GraphWebService(web, log, flush_interval=flush_interval)  # type: ignore[arg-type]
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        address = await service.start(host, port)
-        print(f"listening on {address}", flush=True)
-        await stop.wait()
-    finally:
-        await service.close()
-        if log is not None:
-            log.close()
+    await serve_until_stopped(
+        lambda log: GraphWebService(web, log, flush_interval=flush_interval),  # type: ignore[arg-type]
+        host, port, log_path)
 
 
 class GraphWebServer(SyntheticWebServer):

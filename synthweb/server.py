@@ -44,6 +44,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -560,8 +561,21 @@ async def _run(
     log_path: str | os.PathLike[str] | None,
     flush_interval: float,
 ) -> None:
+    await serve_until_stopped(
+        lambda log: SyntheticWebService(SyntheticWeb(config), log, flush_interval=flush_interval),
+        host, port, log_path)
+
+
+async def serve_until_stopped(
+    make_service: Callable[[RequestLogWriter | None], SyntheticWebService],
+    host: str,
+    port: int,
+    log_path: str | os.PathLike[str] | None,
+) -> None:
+    """Start the service ``make_service`` builds (with the request log at ``log_path``, if
+    any) and serve until SIGTERM or SIGINT; prints ``listening on http://HOST:PORT``."""
     log = RequestLogWriter(open(log_path, "a", encoding="utf-8")) if log_path else None
-    service = SyntheticWebService(SyntheticWeb(config), log, flush_interval=flush_interval)
+    service = make_service(log)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

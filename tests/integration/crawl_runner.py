@@ -19,6 +19,16 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WATCH_INTERVAL = 0.5
 
 
+def running_job(out: Path) -> dict | None:
+    """The launcher's record of the crawl's Flink job in ``out`` (``out/job.json``: its pid,
+    REST address and id) while it runs; None before it is written or once the crawl ended."""
+    try:
+        record = json.loads((out / "job.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return None if record.get("finished") else record
+
+
 def run_crawl(
     tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
     out: Path | None = None, watch: Callable[[], None] | None = None,

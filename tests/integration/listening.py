@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import json
 import os
 from pathlib import Path
+
+from tests.integration.crawl_runner import running_job
 
 _LISTEN = "0A"  # the TCP state in /proc/net/tcp{,6}
 
@@ -103,11 +104,8 @@ class ListeningWatch:
         self.rest = ""
 
     def __call__(self) -> None:
-        try:
-            record = json.loads((self.out / "job.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        if record.get("finished"):
+        record = running_job(self.out)
+        if record is None:
             return
         self.rest = record.get("rest", "")
         for pid in process_tree(int(record["pid"])):

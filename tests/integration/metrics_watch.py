@@ -8,7 +8,6 @@ crawl's summary (written from the crawl log, not from the figures).
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 from job.status import (
@@ -19,6 +18,7 @@ from job.status import (
     find_job,
     run_status,
 )
+from tests.integration.crawl_runner import running_job
 
 #: Outcomes a stage may have counted after its last push to Flink (see ``check``).
 TAIL = 5
@@ -35,11 +35,8 @@ class MetricsWatch:
         self.job_id = ""
 
     def __call__(self) -> None:
-        try:
-            record = json.loads((self.out / "job.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        if record.get("finished"):
+        record = running_job(self.out)
+        if record is None:
             return
         rest = RestClient(record["rest"])
         try:
