@@ -557,9 +557,9 @@ class _Limits:
         shape_cap[new] = [self._shapes[pair] for pair in pairs]
         return group, group_cap, shape_cap
 
-    def count_due(self, values: np.ndarray) -> None:
-        """Count the due new records of a chunk per group and per pair. O(n)."""
-        group, _, _ = self.caps(values)
+    def count_due(self, values: np.ndarray, group: np.ndarray) -> None:
+        """Count the due new records of a chunk (``group``: their groups, from :meth:`caps`)
+        per group and per pair. O(n)."""
         new = values["status"] == DrumStatus.UNFETCHED
         if not new.any():
             return
@@ -595,40 +595,50 @@ class _Pool:
         self.keys = _EMPTY_KEYS
         self.values = np.empty(0, dtype=RECORD)
         self.rank = np.empty(0, dtype=np.float64)
+        #: With limits: each candidate's group, group limit and shape limit (one row each).
+        self.caps = np.empty((0, 3), dtype=np.int64)
 
     def _better_than_worst(self, keys: np.ndarray, rank: np.ndarray) -> np.ndarray:
         worst_rank, worst_key = self.rank[-1], self.keys[-1]
         return (rank > worst_rank) | ((rank == worst_rank) & (keys < worst_key))
 
-    def offer(self, keys: np.ndarray, values: np.ndarray, rank: np.ndarray) -> None:
-        """Merge candidates in. O(c log c) for c candidates that can still make it."""
+    def offer(self, keys: np.ndarray, values: np.ndarray, rank: np.ndarray,
+              caps: np.ndarray | None = None) -> None:
+        """Merge candidates in (with limits, ``caps``: their rows of :attr:`caps`). O(c log c)
+        for c candidates that can still make it."""
         max_urls = self.policy.max_urls
         if len(keys) == 0 or max_urls <= 0:
             return
+        if caps is None:
+            caps = np.empty((len(keys), 3), dtype=np.int64)
         if len(self.keys) >= max_urls:
             better = self._better_than_worst(keys, rank)
             if not better.any():
                 return
-            keys, values, rank = keys[better], select(values, better), rank[better]
+            keys, values = keys[better], select(values, better)
+            rank, caps = rank[better], caps[better]
         keys = np.concatenate((self.keys, keys))
         values = concat([self.values, values])
         rank = np.concatenate((self.rank, rank))
+        caps = np.concatenate((self.caps, caps))
         if self.limits is not None:
-            keep = self._within_limits(keys, values, rank)
-            keys, values, rank = keys[keep], select(values, keep), rank[keep]
+            keep = self._within_limits(keys, values, rank, caps)
+            keys, values, rank, caps = keys[keep], select(values, keep), rank[keep], caps[keep]
         if self.policy.per_host > 0:
             hosts = values["host"]
             order = np.lexsort((keys, -rank, hosts))
             within = _rank_within(hosts, order)
             keep = (within < self.policy.per_host) | (hosts == 0)
-            keys, values, rank = keys[keep], select(values, keep), rank[keep]
+            keys, values, rank, caps = keys[keep], select(values, keep), rank[keep], caps[keep]
         order = np.lexsort((keys, -rank))[:max_urls]
         self.keys, self.values, self.rank = keys[order], take(values, order), rank[order]
+        self.caps = caps[order]
 
-    def _within_limits(self, keys: np.ndarray, values: np.ndarray, rank: np.ndarray
-                       ) -> np.ndarray:
+    @staticmethod
+    def _within_limits(keys: np.ndarray, values: np.ndarray, rank: np.ndarray,
+                       caps: np.ndarray) -> np.ndarray:
         """Which candidates their shape's limit, then their group's, leaves, best first."""
-        group, group_cap, shape_cap = self.limits.caps(values)
+        group, group_cap, shape_cap = caps[:, 0], caps[:, 1], caps[:, 2]
         hosts = values["host"].astype(np.uint64)
         pairs = (hosts << np.uint64(32)) | values["shape"].astype(np.uint64)
         keep = _rank_within(pairs, np.lexsort((keys, -rank, pairs))) < shape_cap
@@ -691,6 +701,7 @@ class _DueSelector:
         self.due += count
         keys, values, next_fetch = keys[due], select(values, due), next_fetch[due]
         rank = self._rank(values)
+        caps = None
         if self.limits is not None:
             low = (values["status"] == DrumStatus.UNFETCHED) & (rank < self.limits.min_rank)
             if low.any():
@@ -698,19 +709,22 @@ class _DueSelector:
                 keep = ~low
                 keys, values, next_fetch, rank = (keys[keep], select(values, keep),
                                                   next_fetch[keep], rank[keep])
-            self.limits.count_due(values)
+            caps = np.column_stack(self.limits.caps(values))
+            self.limits.count_due(values, caps[:, 0])
         if self._revisits is self._new:
-            self._new.offer(keys, values, rank)
+            self._new.offer(keys, values, rank, caps)
             return
         revisit = values["status"] != DrumStatus.UNFETCHED
         fresh = ~revisit
         if fresh.any():
-            self._new.offer(keys[fresh], select(values, fresh), rank[fresh])
+            self._new.offer(keys[fresh], select(values, fresh), rank[fresh],
+                            caps[fresh] if caps is not None else None)
         if revisit.any():
             values = select(values, revisit)
             late_ms = (now_ms - next_fetch[revisit]).astype(np.float64)
             interval_ms = np.maximum(values["interval_s"].astype(np.float64), 1.0) * 1000
-            self._revisits.offer(keys[revisit], values, rank[revisit] + late_ms / interval_ms)
+            self._revisits.offer(keys[revisit], values, rank[revisit] + late_ms / interval_ms,
+                                 caps[revisit] if caps is not None else None)
 
     def _shares(self) -> tuple[int, int]:
         """How many of the best revisits and of the best new URLs the selection takes."""

@@ -203,9 +203,8 @@ class Budgets:
 
     def groups(self, hosts: np.ndarray) -> np.ndarray:
         """The domain hash of each host hash (-1: unknown, then unlimited)."""
-        store = self._store
-        return np.array([store.get(f"H\t{host}") if store.get(f"H\t{host}") is not None else -1
-                         for host in hosts.tolist()], dtype=np.int64)
+        groups = [self._store.get(f"H\t{host}") for host in hosts.tolist()]
+        return np.array([-1 if group is None else group for group in groups], dtype=np.int64)
 
     def group_limits(self, groups: np.ndarray) -> np.ndarray:
         """How many more URLs each domain may have released now."""
