@@ -4,7 +4,9 @@
 ``loop/`` the file log that carries discovered URLs round the job, ``status/`` the figures of
 every subtask, ``budget/`` the page-budget ledger, ``checkpoints/`` and ``savepoints/`` Flink's,
 ``flink-conf/`` the Flink configuration directory of a local run, ``summary.json`` the summary,
-``crawldb/`` the crawl DB's DRUM files, ``crawl.json`` the settings fixed for the crawl's life.
+``crawldb/`` the crawl DB's DRUM files, ``crawl.json`` the settings fixed for the crawl's life,
+``pins/`` the pins that pause deletions while a savepoint's files are kept
+(:mod:`crawl.savepoint_files`).
 """
 
 from __future__ import annotations
@@ -72,6 +74,11 @@ class OutputLayout:
     @property
     def savepoints(self) -> Path:
         return self.root / "savepoints"
+
+    @property
+    def pins(self) -> Path:
+        """Pins that pause the crawl's deletions (:mod:`crawl.savepoint_files`)."""
+        return self.root / "pins"
 
     @property
     def flink_conf(self) -> Path:
@@ -165,7 +172,7 @@ class OutputLayout:
     def clear(self) -> None:
         """Remove what a previous crawl wrote here (only the crawl's own entries)."""
         for path in (self.warc, self.logs, self.loop, self.status, self.budget,
-                     self.crawldb, self.checkpoints, self.savepoints, self.flink_conf):
+                     self.crawldb, self.checkpoints, self.savepoints, self.flink_conf, self.pins):
             if path.exists():
                 shutil.rmtree(path)
         self.summary.unlink(missing_ok=True)

@@ -84,6 +84,10 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the crawl in --out from its newest savepoint (seeds optional)",
     )
+    crawl.add_argument(
+        "--resume-from", type=Path, metavar="SAVEPOINT",
+        help="continue the crawl in --out from this savepoint (or checkpoint) directory",
+    )
     _add_crawl_options(crawl)
 
     demo = commands.add_parser("demo", help="crawl the built-in synthetic web (no network needed)")
@@ -114,10 +118,24 @@ def _build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--job", help="the job id (default: the running pyflink-crawler job)")
     stop.add_argument("--savepoint-dir",
                       help="where the savepoint goes (default: the cluster's savepoint-dir)")
+    stop.add_argument("--out", type=Path,
+                      help="the crawl's output directory as mounted here: the crawl DB and "
+                           "loop files the savepoint names are kept with it")
     stop.add_argument("--when-idle", action="store_true",
                       help="wait until nothing is queued, in flight or moving, then stop")
     stop.add_argument("--idle-seconds", type=float, default=30.0,
                       help="how long the crawl must be idle (default: 30, as crawl.idle_seconds)")
+    savepoint = commands.add_parser(
+        "savepoint",
+        help="take a savepoint of a running crawl (it goes on) that stays restorable",
+    )
+    savepoint.add_argument("--out", type=Path, required=True,
+                           help="the crawl's output directory (as mounted here)")
+    savepoint.add_argument("--rest", help="the Flink REST API running the crawl (default: the "
+                           "local crawl's, from --out)")
+    savepoint.add_argument("--job", help="the job id (default: the running pyflink-crawler job)")
+    savepoint.add_argument("--savepoint-dir",
+                           help="where the savepoint goes (default: the cluster's savepoint-dir)")
     return parser
 
 
@@ -197,7 +215,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"stop: --idle-seconds must be at least {MIN_IDLE_SECONDS:g} (the "
                          "loop needs a few checkpoints to go round)")
         return run_stop(args.rest, args.job, args.savepoint_dir, args.when_idle,
-                        args.idle_seconds)
+                        args.idle_seconds, keep_for=args.out)
+    if args.command == "savepoint":
+        from job.savepoint import run_savepoint
+
+        return run_savepoint(args.out, args.rest, args.job, args.savepoint_dir)
     from job.launcher import CrawlError
 
     if args.command == "index":
@@ -205,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "crawl":
             config = load_config(args.config, _overrides(args, {}))
-            seeds = _read_seeds(args, config.crawl.seeds, required=not args.resume)
+            resuming = args.resume or args.resume_from is not None
+            seeds = _read_seeds(args, config.crawl.seeds, required=not resuming)
             from job.launcher import run_local_crawl
 
             run_local_crawl(
@@ -213,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                 seeds,
                 overwrite=args.overwrite,
                 resume=args.resume,
+                resume_from=args.resume_from,
                 flink_conf=_flink_conf(args),
             )
             return 0

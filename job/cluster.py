@@ -117,9 +117,10 @@ def prepare_job(
 
     A new crawl needs an output directory that holds none (or ``overwrite``) and at least one
     valid seed. A job restored with ``flink run -s`` (``context`` names the savepoint)
-    continues the crawl in the output directory: its fixed settings must match, seeds are
-    optional and added to it. The output directory must be one every TaskManager and the
-    client see at the same path (a shared filesystem mounted alike everywhere).
+    continues the crawl in the output directory: its fixed settings must match, the files kept
+    with the savepoint are put back, seeds are optional and added to it. The output directory
+    must be one every TaskManager and the client see at the same path (a shared filesystem
+    mounted alike everywhere).
     """
     layout = OutputLayout(Path(config.crawl.output_dir))
     config = dataclasses.replace(
@@ -128,7 +129,7 @@ def prepare_job(
     restore_from = context.get(RESTORE_KEY) or None
     accepted = prepare_output(
         layout, config, seeds, resuming=restore_from is not None, overwrite=overwrite, out=out,
-        how_to_resume="resume it with flink run -s SAVEPOINT",
+        how_to_resume="resume it with flink run -s SAVEPOINT", restore_from=restore_from,
     )
     local = flink_configuration(config, layout, flink_conf)
     settings, cluster_keys = job_settings(local, context)

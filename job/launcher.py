@@ -42,6 +42,7 @@ from crawl.progress import (
     is_idle,
     read_statuses,
 )
+from crawl.savepoint_files import KeptFilesError, keep_files, put_back
 from crawl.urls.normalize import UrlNormalizer, normalization_settings
 from crawl.urls.scope import UrlPolicy
 from job.failures import FailureWatch, describe_failure, describe_os_error
@@ -418,10 +419,12 @@ def prepare_output(
     overwrite: bool,
     out: TextIO,
     how_to_resume: str,
+    restore_from: str | Path | None = None,
 ) -> int:
     """Make the output directory ready for a job, locally or on a cluster: a resumed crawl's
-    fixed settings must match (its figures start again; the budget ledger carries over); a
-    new crawl needs a directory that holds none (or ``overwrite``) and a valid seed. Seeds
+    fixed settings must match (its figures start again; the budget ledger carries over) and
+    the files kept with the savepoint it restores (``restore_from``) are put back; a new
+    crawl needs a directory that holds none (or ``overwrite``) and a valid seed. Seeds
     (optional when resuming) go into the loop; returns how many were accepted."""
     try:
         layout.check_writable()
@@ -445,6 +448,8 @@ def prepare_output(
         layout.clear()
     layout.make()
     layout.record_fixed_settings(fixed)
+    if restore_from is not None:
+        put_back_kept_files(layout, restore_from, out)
     accepted, rejected = write_seed_file(
         layout.loop, seeds, config.crawl.vnodes, UrlPolicy(config.scope),
         UrlNormalizer.from_section(config.urls)
@@ -454,6 +459,29 @@ def prepare_output(
     if not accepted and not resuming:
         raise CrawlError("no valid seed URL to start from")
     return accepted
+
+
+def put_back_kept_files(layout: OutputLayout, restore_point: str | Path, out: TextIO) -> None:
+    """Put back the crawl DB and loop files kept with the savepoint ``restore_point``
+    (:mod:`crawl.savepoint_files`); a checkpoint, or a savepoint taken without the crawler,
+    keeps none and restores from the files the crawl still has."""
+    try:
+        report = put_back(layout, restore_point)
+    except (KeptFilesError, OSError) as error:
+        raise CrawlError(f"cannot put back the files of {restore_point}: {error}") from None
+    if report is not None:
+        print(report.describe(), file=out)
+
+
+def keep_savepoint_files(layout: OutputLayout, savepoint: str, out: TextIO) -> None:
+    """Keep the crawl's files with a savepoint the job stopped with (so that it stays
+    restorable once a crawl resumed from it has gone on); a failure is reported, not raised:
+    the savepoint restores as long as the crawl's files are there."""
+    try:
+        keep_files(layout, savepoint)
+    except (KeptFilesError, OSError) as error:
+        print(f"could not keep the crawl's files with the savepoint {savepoint} ({error}): it "
+              "restores only until a crawl resumed from it deletes them", file=out, flush=True)
 
 
 def migrate_loop_source(layout: OutputLayout, restore_point: str | Path, out: TextIO
@@ -480,14 +508,16 @@ def run_local_crawl(
     *,
     overwrite: bool = False,
     resume: bool = False,
+    resume_from: Path | None = None,
     out: TextIO = sys.stdout,
     flink_conf: Path = DEFAULT_FLINK_CONF,
 ) -> CrawlSummary:
     """Crawl from ``seeds`` on the local MiniCluster until the budget or idleness stops it.
 
     With ``resume``, continue the crawl already in the output directory from its newest
-    savepoint (or checkpoint): its crawl DB, queues and loop position are restored, ``seeds``
-    (may be empty) are added to it, and the page budget counts the pages of every run.
+    savepoint (or checkpoint), or from the savepoint ``resume_from``: its crawl DB, queues and
+    loop position are restored, ``seeds`` (may be empty) are added to it, and the page budget
+    counts the pages of every run.
     """
     layout = OutputLayout(Path(config.crawl.output_dir))
     config = dataclasses.replace(
@@ -504,12 +534,18 @@ def run_local_crawl(
     except AllocatorError as error:
         raise CrawlError(str(error)) from None
     restore_from = None
-    if resume:
+    if resume_from is not None:
+        restore_from = resume_from.absolute()
+        if not (restore_from / "_metadata").is_file():
+            raise CrawlError(f"{resume_from} is not a savepoint or checkpoint (no _metadata)")
+        resume = True
+    elif resume:
         restore_from = layout.latest_restore_point()
         if restore_from is None:
             raise CrawlError(f"{layout.root} holds no savepoint or checkpoint to resume from")
     accepted = prepare_output(
         layout, config, seeds, resuming=resume, overwrite=overwrite, out=out,
+        restore_from=restore_from,
         how_to_resume="pass --resume to continue it",
     )
     restore_settings: dict[str, str] = {}
@@ -540,6 +576,8 @@ def run_local_crawl(
         print("\ninterrupted: stopping with a savepoint ...", file=out, flush=True)
         savepoint = _stop_with_savepoint(client, layout, out, job_state)
     _wait_for_end(client, layout, failures)
+    if savepoint:
+        keep_savepoint_files(layout, savepoint, out)
     finished = time.time()
     _write_job_file(layout, {**job, "finished": finished, "stop_reason": reason})
     for recovered in recover_open_files(layout.warc, config.warc.prefix):

@@ -11,7 +11,9 @@ waiting in the crawl DB, nothing in flight, and none of the figures of progress 
 REST API as ``flink stop --drain`` does: a savepoint, every operator drained and closed (WARC
 files finalised), retried when Flink fails the stop (the job then restarts from the savepoint
 it took; README "Failures").
-It prints the savepoint's path, from which ``flink run --fromSavepoint`` resumes the crawl.
+It prints the savepoint's path, from which ``flink run --fromSavepoint`` resumes the crawl;
+with ``--out`` (the crawl's output directory) it keeps the crawl's files with it, so that it
+stays restorable after a crawl resumed from it has gone on (:mod:`crawl.savepoint_files`).
 Nothing here imports pyflink.
 """
 
@@ -20,9 +22,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
+from crawl.layout import OutputLayout
 from crawl.progress import CrawlFigures, QuietTracker, is_idle
+from crawl.savepoint_files import KeptFilesError, keep_files
 from job.status import CrawlView, RestClient, StatusError, figures_from_metrics, find_job
 
 __all__ = ["StopError", "figures_of_view", "stop_job", "wait_until_idle"]
@@ -157,8 +162,11 @@ def run_stop(
     when_idle: bool,
     idle_seconds: float,
     out: TextIO | None = None,
+    keep_for: Path | None = None,
 ) -> int:
-    """The ``stop`` command; returns the exit status."""
+    """The ``stop`` command; returns the exit status. With ``keep_for`` (the crawl's output
+    directory), the crawl's files are kept with the savepoint once the job has stopped
+    (:mod:`crawl.savepoint_files`)."""
     out = out or sys.stdout
     rest = RestClient(rest_url)
     try:
@@ -172,5 +180,12 @@ def run_stop(
     except (StatusError, StopError) as error:
         print(f"stop: {error}", file=sys.stderr)
         return 1
+    if keep_for is not None:
+        try:
+            keep_files(OutputLayout(keep_for), savepoint)
+        except (KeptFilesError, OSError) as error:
+            print(f"stop: the job stopped with the savepoint {savepoint}, but the crawl's "
+                  f"files could not be kept with it ({error})", file=sys.stderr)
+            return 1
     print(f"savepoint    {savepoint}", file=out, flush=True)
     return 0

@@ -40,6 +40,7 @@ from crawl.crawldb.partition import Answer, CrawlDbPartition, partition_director
 from crawl.layout import OutputLayout
 from crawl.loop.records import LoopRecordError, parse_record
 from crawl.progress import StageStatus
+from crawl.savepoint_files import deletions_paused
 from crawl.urls.routing import AddressResolver, FetchRouter
 from operators.context import Lifecycle, subtask_of
 from operators.faults import FaultInjector
@@ -86,6 +87,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._router = FetchRouter(self._routing, self._vnodes, resolver)
         layout = OutputLayout(self._output_dir)
         self._root = str(layout.crawldb)
+        self._pins = layout.pins
         self._flush_ms = int(self._section.flush_seconds * 1000)
         self._partitions: dict[int, CrawlDbPartition] = {}
         # The earliest timer this attempt registered for each partition, until it fires.
@@ -188,6 +190,7 @@ class CrawlDbFunction(KeyedProcessFunction):
                 ),
                 priority=self._priority,
                 recrawl=self._recrawl,
+                deletions_paused=lambda: deletions_paused(self._pins),
             )
             self._partitions[key] = partition
             self._status.count("journal.unreadable", partition.unreadable_journal_entries)

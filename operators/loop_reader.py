@@ -6,7 +6,8 @@ A low-rate tick (Flink's datagen table source, ``job/topology.py``) drives
 the file in chunks (a processing-time timer takes the next one, so checkpoints pass between
 chunks), decodes its lines to ``(vnode, payload)`` records for the crawl DB, keeps how far it
 got in the key's state, and once the file is done deletes it when no retained checkpoint can
-need it (:func:`crawl.loop.reader.may_delete`), clearing the key's state with it. What the
+need it (:func:`crawl.loop.reader.may_delete`) and no pin holds (a savepoint's files being kept:
+:mod:`crawl.savepoint_files`), clearing the key's state with it. What the
 job keeps for the loop is thus bounded by the files in the directory. A line that is not a
 loop line is counted (``decode.lines.bad``) and skipped: a stray file in the loop directory
 cannot stop the crawl.
@@ -34,6 +35,7 @@ from crawl.loop.reader import (
 )
 from crawl.loop.records import LoopRecordError, decode_line
 from crawl.progress import StageStatus
+from crawl.savepoint_files import deletions_paused
 from operators.context import Lifecycle, job_id_of, subtask_of
 from operators.metrics import mirror_status
 
@@ -82,6 +84,7 @@ class LoopReaderFunction(KeyedProcessFunction):
         self._closed = False
         layout = OutputLayout(self._output_dir)
         self._loop_dir = layout.loop
+        self._pins = layout.pins
         self._migrated = read_migrated(layout.loop)
         self._progress = runtime_context.get_state(
             ValueStateDescriptor("loop-file", Types.STRING())
@@ -157,7 +160,8 @@ class LoopReaderFunction(KeyedProcessFunction):
         if self._checkpoints is None:
             return
         assert progress.done_after is not None
-        if not may_delete(progress.done_after, self._checkpoints.completed()):
+        if (not may_delete(progress.done_after, self._checkpoints.completed())
+                or deletions_paused(self._pins)):
             self._waiting.add(name)
             self._later(ctx, RETRY_MS)
         else:

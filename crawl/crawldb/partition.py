@@ -69,7 +69,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -284,8 +284,14 @@ class CrawlDbPartition:
         budgets: Budgets | None = None,
         priority: PrioritySection | None = None,
         recrawl: RecrawlSection | None = None,
+        deletions_paused: Callable[[], bool] = lambda: False,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.directory = directory
+        # While a savepoint's files are being kept, replaced files wait for a later merge.
+        self._deletions_paused = deletions_paused
+        # Times a release's pass over the DRUM (seconds; a test's clock makes it repeatable).
+        self._timer = timer
         self._schedule = (
             RecrawlSchedule(recrawl) if recrawl is not None and recrawl.enabled else None
         )
@@ -442,7 +448,7 @@ class CrawlDbPartition:
         window_before = dict(self._drum.window_stats)
         results = self._to_drum(now_ms, answer)
         if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
-            began = time.perf_counter()
+            began = self._timer()
             limits = None
             if release and self._budgets is not None:
                 limits = self._budgets
@@ -452,7 +458,7 @@ class CrawlDbPartition:
             results.append(result)
             if release:
                 # Only a release that passed over the DRUM spaces the next one out.
-                spent_ms = (time.perf_counter() - began) * 1000
+                spent_ms = (self._timer() - began) * 1000
                 passed = result.due is None or not result.due.from_window
                 self._release_interval_ms = max(
                     self._release_ms, int(spent_ms / self._release_share) if passed else 0
@@ -726,6 +732,9 @@ class CrawlDbPartition:
         self._history.replaced(self._manifest, manifest, now_ms)
         self._manifest = manifest
         self._manifest_changed = True
-        deleted = self._drum.collect_garbage(keep=self._history.retained(now_ms))
-        answer.count("files.deleted", len(deleted))
+        if self._deletions_paused():
+            answer.count("files.deletions_paused")
+        else:
+            deleted = self._drum.collect_garbage(keep=self._history.retained(now_ms))
+            answer.count("files.deleted", len(deleted))
         self._history_changed = True

@@ -193,6 +193,11 @@ def standalone_cluster(
 
 def submit(cluster: Cluster, *args: str) -> str:
     """``python -m job.submit ...``; returns the job id flink run printed."""
+    return submit_with_output(cluster, *args)[0]
+
+
+def submit_with_output(cluster: Cluster, *args: str) -> tuple[str, str]:
+    """``python -m job.submit ...``; returns the job id flink run printed, and its output."""
     process = subprocess.run(
         [sys.executable, "-m", "job.submit", "--jobmanager", cluster.rest, *args],
         env=cluster.env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
@@ -201,7 +206,7 @@ def submit(cluster: Cluster, *args: str) -> str:
     assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-3000:]
     found = re.search(r"JobID ([0-9a-f]{32})", process.stdout)
     assert found, process.stdout
-    return found.group(1)
+    return found.group(1), process.stdout
 
 
 def wait_for_state(cluster: Cluster, job_id: str, state: str, timeout: float = 60) -> None:

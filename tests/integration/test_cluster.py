@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from crawl.savepoint_files import kept_files
 from job.launcher import PROJECT_ROOT
 from synthweb import SyntheticWebServer, audit_log
 from tests.integration.cluster_fixture import (
@@ -23,6 +24,7 @@ from tests.integration.cluster_fixture import (
     standalone_cluster,
     stop_with_savepoint,
     submit,
+    submit_with_output,
     wait_for_state,
 )
 
@@ -30,6 +32,32 @@ pytestmark = pytest.mark.integration
 
 DELAY = 0.3
 TOKEN = "pyflink-crawler"
+
+
+#: How much earlier than a savepoint's request a fetch may have ended and still not be in it.
+SLACK = 1.0
+
+
+def _stop_when_idle(cluster: Cluster, job_id: str, out: Path) -> str:
+    """``python -m job stop --when-idle`` (keeping the crawl's files with the savepoint);
+    returns the savepoint's location."""
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "job", "stop", "--rest", f"http://{cluster.rest}", "--job",
+         job_id, "--when-idle", "--idle-seconds", "8", "--savepoint-dir",
+         (out / "savepoints").as_uri(), "--out", str(out)],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        output, _ = watcher.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
+        output, _ = watcher.communicate()
+        raise AssertionError(f"not stopped in 180 s:\n{output[-3000:]}") from None
+    assert watcher.returncode == 0, output
+    assert "idle for" in output, output
+    savepoint = re.search(r"^savepoint +(\S+)$", output, re.MULTILINE).group(1)
+    assert kept_files(savepoint) is not None
+    return savepoint
 
 
 @pytest.fixture
@@ -67,23 +95,25 @@ def test_flink_run_on_a_standalone_cluster_crawls_everything_and_stops_with_a_sa
         assert time.monotonic() < deadline, "no checkpoint under the output directory"
         time.sleep(0.5)
 
+    # A savepoint of the running crawl, which goes on: its crawl DB and loop files kept with it.
+    deadline = time.monotonic() + 60
+    while len([r for r in web_server.request_log() if r.path != "/robots.txt"]) < 20:
+        assert time.monotonic() < deadline, "the crawl made no progress"
+        time.sleep(0.2)
+    asked_at = time.time()
+    taken = subprocess.run(
+        [sys.executable, "-m", "job", "savepoint", "--rest", f"http://{cluster.rest}", "--job",
+         job_id, "--out", str(out), "--savepoint-dir", (out / "savepoints").as_uri()],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    mid_savepoint = re.search(r"^savepoint +(\S+)$", taken.stdout, re.MULTILINE).group(1)
+    assert cluster.job_state(job_id) == "RUNNING"
+    assert kept_files(mid_savepoint).crawldb
+
     # The crawl's watcher on a cluster: stopped with a savepoint once idle, which it is only
     # when every page has been fetched.
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "job", "stop", "--rest", f"http://{cluster.rest}", "--job",
-         job_id, "--when-idle", "--idle-seconds", "8", "--savepoint-dir",
-         (out / "savepoints").as_uri()],
-        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        output, _ = watcher.communicate(timeout=180)
-    except subprocess.TimeoutExpired:
-        watcher.kill()
-        output, _ = watcher.communicate()
-        raise AssertionError(f"not stopped in 180 s:\n{output[-3000:]}") from None
-    assert watcher.returncode == 0, output
-    assert "idle for" in output, output
-    savepoint = re.search(r"^savepoint +(\S+)$", output, re.MULTILINE).group(1)
+    savepoint = _stop_when_idle(cluster, job_id, out)
     assert cluster.job_state(job_id) == "FINISHED"
     expected = web_server.web.expected_crawl(seeds, TOKEN)
     assert audit_log(
@@ -107,3 +137,20 @@ def test_flink_run_on_a_standalone_cluster_crawls_everything_and_stops_with_a_sa
     assert audit_log(
         web_server.request_log(), expected, min_delay=DELAY, response_time_factor=2.0
     ) == []
+
+    # Back to the savepoint taken mid-crawl (the crawl has gone on since): its crawl goes on
+    # from there. What it had fetched is not fetched again; what it had not, is.
+    first_run = web_server.request_log()[:requests_before]
+    back, output = submit_with_output(cluster, "--from-savepoint", mid_savepoint, *crawl)
+    assert "put back from the savepoint" in output, output
+    wait_for_state(cluster, back, "RUNNING")
+    _stop_when_idle(cluster, back, out)
+    records = web_server.request_log()
+    again = [r for r in records[requests_before:] if r.path != "/robots.txt"]
+    fetched_at_savepoint = {r.url for r in first_run if r.end < asked_at - SLACK}
+    assert again
+    assert fetched_at_savepoint.isdisjoint(r.url for r in again)
+    after_savepoint = {r.url for r in first_run if r.end >= asked_at - SLACK}
+    problems = audit_log(records, expected, min_delay=DELAY, response_time_factor=2.0)
+    assert [p for p in problems
+            if not (p.split(": requested ", 1)[0] in after_savepoint and " times" in p)] == []
