@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from operators.metrics import GROUP, fetch_latency_histogram, metric_name
 from tests.grafana_dashboard import (
@@ -272,3 +273,15 @@ def test_the_selector_reader_knows_the_query_forms_of_the_dashboard() -> None:
     )
     with pytest.raises(ValueError, match="cannot read PromQL"):
         selectors("sum(a) @ 5")
+
+
+def test_the_example_prometheus_configuration_scrapes_the_documented_port() -> None:
+    """conf/prometheus.yml scrapes a local crawl where flink-conf.yaml's reporter line (once
+    uncommented) serves it."""
+    port = re.search(r"^# metrics\.reporter\.prom\.port: (\d+)$",
+                     (ROOT / "flink-conf.yaml").read_text(encoding="utf-8"), re.MULTILINE)
+    assert port is not None
+    configuration = yaml.safe_load((ROOT / "conf" / "prometheus.yml").read_text(encoding="utf-8"))
+    targets = [target for job in configuration["scrape_configs"]
+               for static in job["static_configs"] for target in static["targets"]]
+    assert targets == [f"localhost:{port.group(1)}"]
