@@ -23,8 +23,8 @@ DASHBOARD = Path(__file__).resolve().parents[1] / "conf" / "grafana" / "pyflink-
 #: The Prometheus name of a crawler figure: ``<this><stage>_<metric_name(figure)>``.
 CRAWLER_PREFIX = "flink_taskmanager_job_task_operator_crawler_"
 
-#: Variables Grafana defines itself.
-GRAFANA_VARIABLES = frozenset({"__rate_interval", "__interval", "__range"})
+#: Variables Grafana defines itself that the queries use.
+GRAFANA_VARIABLES = frozenset({"__rate_interval", "__interval"})
 
 #: PromQL words that are neither metrics nor functions.
 _KEYWORDS = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right", "bool",
