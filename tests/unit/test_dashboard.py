@@ -46,7 +46,8 @@ STAGE_SOURCES = {
 }
 #: Figures every stage's StageStatus keeps itself.
 EVERY_STAGE_SOURCE = "crawl/progress.py"
-#: Series Prometheus' text format adds to a histogram (Flink reports it as a summary).
+#: The series of a histogram in Prometheus' text format (Flink reports it as a summary: its
+#: quantiles, and its count).
 SUMMARY_SUFFIXES = ("", "_count")
 #: Stands for the formatted part of a figure's name in a family's check.
 PLACEHOLDER = "x"
