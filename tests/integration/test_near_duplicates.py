@@ -21,6 +21,11 @@ from crawl.archive.warc import verify_warc_file
 from crawl.progress import CrawlFigures, read_statuses
 from synthweb import SyntheticWebServer, WebConfig, audit_log
 from tests.integration.crawl_runner import run_crawl
+from tests.integration.prometheus_watch import (
+    PrometheusWatch,
+    flink_conf_with_prometheus,
+    free_port,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -72,6 +77,11 @@ def _recall(groups: list[tuple[str, ...]], flagged: set[str], fetched: set[str])
 def test_near_duplicates_are_found_marked_and_archived_with_their_original(
     tmp_path: Path,
 ) -> None:
+    """Also watched through Flink's Prometheus reporter while it runs (``prometheus_watch``):
+    this crawl counts nearly every figure the Grafana dashboard shows (near-duplicates, WARC
+    revisits, fetch errors, rejected links), at parallelism 2."""
+    port = free_port()
+    scrapes = PrometheusWatch(port)
     with SyntheticWebServer(WEB, tmp_path / "requests.jsonl") as server:
         web = server.web
         seeds = web.seeds(1)
@@ -80,12 +90,14 @@ def test_near_duplicates_are_found_marked_and_archived_with_their_original(
         # meet in the one near-duplicate stage.
         process, summary = run_crawl(
             tmp_path, seeds, server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6",
-            "--parallelism", "2", timeout=600,
+            "--parallelism", "2", "--flink-conf", str(flink_conf_with_prometheus(tmp_path, port)),
+            timeout=600, watch=scrapes,
         )
         records = server.request_log()
     assert process.returncode == 0, process.stderr[-3000:]
     assert summary["stop_reason"] == "idle"
     assert audit_log(records, expected, min_delay=DELAY) == []
+    scrapes.check(summary)
     fetched = {f"http://{r.host}{r.path}" for r in records if r.status == 200}
 
     notes = _notes(tmp_path / "out")
