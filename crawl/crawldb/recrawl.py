@@ -63,7 +63,7 @@ __all__ = [
     "is_refetch",
     "format_http_date",
     "parse_etag",
-    "parse_http_date",
+    "parse_last_modified",
     "parse_lastmod",
     "states_of_records",
     "store_states",
@@ -100,9 +100,12 @@ def parse_etag(value: str | None) -> tuple[str, bool] | None:
     return match.group(2), bool(match.group(1))
 
 
-def parse_http_date(value: str | None) -> int:
-    """Seconds since the epoch of an HTTP date (``Last-Modified``), 0 when absent or invalid
-    (RFC 9110: an invalid date is ignored)."""
+def parse_last_modified(value: str | None) -> int:
+    """Seconds since the epoch of a ``Last-Modified`` header, 0 when absent or invalid (RFC
+    9110: an invalid date is ignored). Lenient where
+    :func:`crawl.frontier.politeness.parse_http_date` (``Retry-After``) is strict: a numeric
+    zone or a lower-case name still dates the page, and a wrong date costs no more than a
+    conditional request."""
     if not value:
         return 0
     try:
@@ -361,7 +364,7 @@ class RecrawlSchedule:
     ) -> tuple[RecrawlState, int, str]:
         section = self.section
         etag = parse_etag(seen.etag)
-        modified = parse_http_date(seen.last_modified)
+        modified = parse_last_modified(seen.last_modified)
         if seen.not_modified:
             # A 304 may update the validators (RFC 9110 15.4.5); the content is as captured.
             changed, digest, simhash, captured = False, state.digest, state.simhash, (

@@ -16,7 +16,7 @@ from crawl.crawldb.recrawl import (
     digest64,
     format_http_date,
     parse_etag,
-    parse_http_date,
+    parse_last_modified,
     parse_lastmod,
     states_of_records,
     store_states,
@@ -222,9 +222,12 @@ def test_validator_parsing() -> None:
     assert parse_etag('W/"' + "a" * 33 + '"') == ("a" * 33, True)
     assert parse_etag('"' + "z" * 33 + '"') is None
     assert parse_etag('"a"b"') is None
-    assert parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777
-    assert parse_http_date("yesterday") == 0
-    assert parse_http_date(None) == 0
+    assert parse_last_modified("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777
+    # Lenient, unlike Retry-After's parse_http_date: forms servers send besides RFC 9110's.
+    assert parse_last_modified("Sun, 06 Nov 1994 08:49:37 +0000") == 784_111_777
+    assert parse_last_modified("sun, 06 nov 1994 08:49:37 GMT") == 784_111_777
+    assert parse_last_modified("yesterday") == 0
+    assert parse_last_modified(None) == 0
     assert format_http_date(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT"
     digest = sha1_digest(b"page")
     assert digest64(digest) == digest64(digest) != digest64(sha1_digest(b"other")) != 0
