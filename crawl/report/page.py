@@ -69,8 +69,10 @@ class _Page:
         self.parts.append(f'<p class="note">{html.escape(text)}</p>')
 
     def chart(self, name: str, figure: go.Figure) -> None:
-        figure.update_layout(**{key: value for key, value in _LAYOUT.items()
-                                if key not in figure.layout.to_plotly_json()})
+        # Plotly fills in a default template: ours is set always, the rest where not set.
+        given = figure.layout.to_plotly_json()
+        figure.update_layout(template=_LAYOUT["template"], **{
+            key: value for key, value in _LAYOUT.items() if key not in given})
         self.figures[name] = figure
         self.parts.append(f'<div class="chart" id="chart-{html.escape(name)}"></div>')
 
