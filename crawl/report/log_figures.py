@@ -410,14 +410,9 @@ def _novelty(figures: LogFigures, timeline: dict[str, list[float]],
     refetch_rows = order[same_url]
     refetch_intervals = intervals[same_url] / 1000.0
     figures.urls_refetched = int(np.unique(url_hash[refetch_rows]).size)
-    median = np.full(n_bins, np.nan)
     if refetch_rows.size:
         figures.median_refetch_interval_s = float(np.median(refetch_intervals))
-        refetch_bins = bins[refetch_rows]
-        by_bin = np.argsort(refetch_bins, kind="stable")
-        split_at = np.flatnonzero(np.diff(refetch_bins[by_bin])) + 1
-        for group in np.split(by_bin, split_at):
-            median[refetch_bins[group[0]]] = np.median(refetch_intervals[group])
+    median = _group_quantile(bins[refetch_rows], refetch_intervals, 0.5, n_bins)
     timeline["median_refetch_interval_s"] = [None if math.isnan(v) else round(v, 3)
                                              for v in median.tolist()]
 
@@ -462,25 +457,10 @@ def _hosts(figures: LogFigures, columns: CrawlLogColumns, spacing: SpacingRules,
     byte_rows = rows[size[rows] > 0]
     host_bytes = np.bincount(host[byte_rows], weights=size[byte_rows].astype(np.float64),
                              minlength=n_hosts)
-    # Per-host medians over each host's run of rows (rows sorted by host).
-    by_host = rows[np.argsort(host[rows], kind="stable")]
-    bounds = np.flatnonzero(np.diff(host[by_host])) + 1
-    runs = np.split(by_host, bounds) if by_host.size else []
-    median_latency = np.zeros(n_hosts)
-    p95_latency = np.zeros(n_hosts)
-    for run in runs:
-        values = duration[run]
-        median_latency[host[run[0]]] = np.median(values)
-        p95_latency[host[run[0]]] = np.percentile(values, 95)
-    median_gap = np.full(n_hosts, np.nan)
-    polite_gap = np.full(n_hosts, np.nan)
-    if gap_host.size:
-        by_gap_host = np.argsort(gap_host, kind="stable")
-        for run in np.split(by_gap_host, np.flatnonzero(np.diff(gap_host[by_gap_host])) + 1):
-            median_gap[gap_host[run[0]]] = np.median(gap[run])
-            kept = run[polite[run]]
-            if kept.size:
-                polite_gap[gap_host[run[0]]] = np.median(gap[kept])
+    median_latency = _group_quantile(host[rows], duration[rows], 0.5, n_hosts, 0.0)
+    p95_latency = _group_quantile(host[rows], duration[rows], 0.95, n_hosts, 0.0)
+    median_gap = _group_quantile(gap_host, gap, 0.5, n_hosts)
+    polite_gap = _group_quantile(gap_host[polite], gap[polite], 0.5, n_hosts)
     first = np.full(n_hosts, np.iinfo(np.int64).max)
     last = np.zeros(n_hosts, dtype=np.int64)
     np.minimum.at(first, host[rows], start[rows])
@@ -514,6 +494,26 @@ def _hosts(figures: LogFigures, columns: CrawlLogColumns, spacing: SpacingRules,
         "median_latency_ms": median_latency[shown].tolist(),
         "failures": failures[shown].astype(np.int64).tolist(),
     }
+
+
+def _group_quantile(groups: np.ndarray, values: np.ndarray, q: float, n_groups: int,
+                    empty: float = math.nan) -> np.ndarray:
+    """The ``q`` quantile of ``values`` in each group ``0 .. n_groups - 1`` (linear
+    interpolation, as numpy's default), ``empty`` for a group without values. One sort:
+    O(n log n), whatever the number of groups."""
+    result = np.full(n_groups, empty, dtype=np.float64)
+    if not values.size:
+        return result
+    order = np.lexsort((values, groups))
+    ordered = values[order].astype(np.float64)
+    counts = np.bincount(groups, minlength=n_groups)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    has = counts > 0
+    position = starts[has] + q * (counts[has] - 1)
+    low = np.floor(position).astype(np.int64)
+    high = np.ceil(position).astype(np.int64)
+    result[has] = ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+    return result
 
 
 def _seconds(value: float) -> float | None:

@@ -21,6 +21,7 @@ from crawl.report import REPORT_FILE_NAME, ReportSettings, gather_report, write_
 from crawl.report.log_figures import (
     CrawlLogColumns,
     SpacingRules,
+    _group_quantile,
     _mean_coverage,
     choose_bin_seconds,
     log_figures,
@@ -218,6 +219,21 @@ def test_mean_coverage_matches_counting_millisecond_by_millisecond() -> None:
         busy[start:end] += 1
     expected = busy.reshape(-1, 250).mean(axis=1)
     assert _mean_coverage(starts, ends, edges) == pytest.approx(expected, abs=1e-3)
+
+
+@pytest.mark.parametrize("q", [0.0, 0.5, 0.95, 1.0])
+def test_group_quantiles_match_numpy_group_by_group(q: float) -> None:
+    rng = np.random.default_rng(5)
+    groups = rng.integers(0, 40, 3_000)
+    groups[groups == 7] = 8  # a group without values
+    values = rng.lognormal(3, 1, 3_000).round()
+    got = _group_quantile(groups, values, q, 41)
+    for group in range(41):
+        chosen = values[groups == group]
+        if chosen.size:
+            assert got[group] == pytest.approx(np.quantile(chosen, q)), group
+        else:
+            assert np.isnan(got[group]), group
 
 
 def _crawl_dir(tmp_path: Path, *, finished: bool) -> Path:
