@@ -165,7 +165,7 @@ def _report(args: argparse.Namespace) -> int:
         "the default configuration")
     try:
         path = write_report(args.out, ReportSettings.from_config(config, origin))
-    except FileNotFoundError as error:
+    except OSError as error:  # no crawl logs there, or the page cannot be written
         print(f"report: {error}", file=sys.stderr)
         return 1
     print(path)

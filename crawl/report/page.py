@@ -161,8 +161,8 @@ def _overview(page: _Page, data: ReportData) -> None:
         ("URLs deferred by budgets", f"{deferred:,}"),
         ("revisit records", f"{int(data.counters.get('process.warc.revisits', 0)):,}"),
         ("near-duplicates", f"{int(data.counters.get('neardup.pages.near_duplicate', 0)):,}"),
-        ("refetches (304)", f"{int(data.counters.get('process.fetches.refresh', 0)):,} "
-                            f"({int(data.counters.get('process.warc.not_modified', 0)):,})"),
+        ("refetches (304)", f"{int(sum(log.timeline.get('refetches', []))):,} "
+                            f"({log.novelty.get('304 not modified', 0):,})"),
     ])
     if not log.lines:
         page.note("The crawl logs hold no line yet: nothing was fetched.")
@@ -200,7 +200,7 @@ def _timeline(page: _Page, data: ReportData) -> None:
                               ("hosts_idle", "idle", "#bdbdbd")):
         figure.add_trace(go.Scatter(x=x, y=timeline[key], name=name, stackgroup="hosts",
                                     line={"width": 0.5, "color": colour}), row=2, col=1)
-    for key, name, colour in (("robots_fetches", "robots.txt fetches", "#8e24aa"),
+    for key, name, colour in (("robots_fetches", "robots.txt fetches", "#00acc1"),
                               ("robots_denials", "robots.txt denials", "#6a1b9a"),
                               ("slow_down", "429/503 answers", "#fb8c00"),
                               ("failures", "failures (no response, 429, 5xx)", "#c62828")):
@@ -273,7 +273,8 @@ def _hosts(page: _Page, data: ReportData) -> None:
         "included) and its median response time; red where some failed. A gap is the time "
         "from the end of a host's request to the start of its next; the polite gap is the "
         "median of those within the politeness spacing. Crawl-delay is read from the host's "
-        "robots.txt in the archive (blank: none, or not archived).")
+        "robots.txt in the archive (blank: none, or not in the CDXJ index yet: it is written "
+        "when the crawl stops).")
     points = log.host_points
     if points.get("host"):
         figure = go.Figure(go.Scatter(

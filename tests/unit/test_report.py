@@ -3,6 +3,7 @@ Crawl-delay read back from the archive, and the page written for a finished or r
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import re
@@ -15,6 +16,7 @@ from crawl.archive.cdxj import build_index
 from crawl.archive.crawl_log import CrawlLogWriter
 from crawl.archive.summary import summarise_crawl_logs
 from crawl.archive.warc import WarcFileWriter
+from crawl.config import load_config
 from crawl.layout import OutputLayout
 from crawl.model import FetchResult
 from crawl.report import REPORT_FILE_NAME, ReportSettings, gather_report, write_report
@@ -29,6 +31,7 @@ from crawl.report.log_figures import (
 )
 from crawl.status import Status
 from job.cli import main as cli_main
+from job.launcher import _write_report
 
 T0 = 1_795_000_000_000
 HTML = [("Content-Type", "text/html; charset=utf-8")]
@@ -323,3 +326,15 @@ def test_the_report_command_needs_a_crawl(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["report", "--out", str(tmp_path)]) == 1
     assert "no crawl logs in" in capsys.readouterr().err
+
+
+def test_a_report_that_cannot_be_written_is_told_and_does_not_fail_the_crawl(
+    tmp_path: Path,
+) -> None:
+    out = io.StringIO()
+    _write_report(OutputLayout(tmp_path / "empty"), load_config(None, {}), out)
+    assert "could not write the crawl report: FileNotFoundError: no crawl logs in" in (
+        out.getvalue())
+    crawl = _crawl_dir(tmp_path, finished=True)
+    _write_report(OutputLayout(crawl), load_config(None, {}), out)
+    assert f"report          {crawl / REPORT_FILE_NAME}" in out.getvalue()
