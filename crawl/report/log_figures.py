@@ -195,7 +195,7 @@ class LogFigures:
     #: Start of each bin (epoch ms).
     bin_starts_ms: list[int] = dataclasses.field(default_factory=list)
     #: Per-bin series by name (see :func:`log_figures` for the names).
-    timeline: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    timeline: dict[str, list[float | None]] = dataclasses.field(default_factory=dict)
     #: Page outcomes (robots.txt fetches apart) by status, and by (status, reason).
     by_status: dict[str, int] = dataclasses.field(default_factory=dict)
     by_reason: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
@@ -361,7 +361,7 @@ def _content(figures: LogFigures, columns: CrawlLogColumns, ctype: np.ndarray, s
     figures.size_counts = counts.tolist()
 
 
-def _novelty(figures: LogFigures, timeline: dict[str, list[float]],
+def _novelty(figures: LogFigures, timeline: dict[str, list[float | None]],
              per_bin: Callable[[np.ndarray], np.ndarray],
              end: np.ndarray, code: np.ndarray, url_hash: np.ndarray, digest: np.ndarray,
              responses: np.ndarray, n_bins: int, bins: np.ndarray) -> None:

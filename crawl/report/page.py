@@ -183,7 +183,8 @@ def _timeline(page: _Page, data: ReportData) -> None:
         f"{settings.response_time_factor:g} x its last response time), settings from "
         f"{settings.origin}), waiting after a failure (retries and back-off after no "
         "response, 429 or 5xx), or idle (a longer gap: nothing due for the host, its URLs "
-        "held back by budgets or priority, or robots.txt unavailable). Bottom: the events "
+        "held back by budgets or priority, or robots.txt unavailable); the dotted line counts "
+        "the hosts with a request ending in the bin. Bottom: the events "
         "that hold hosts back: robots.txt fetches (a host waits for its robots.txt), "
         "robots.txt denials, 429/503 answers and failures.")
     figure = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
@@ -200,6 +201,9 @@ def _timeline(page: _Page, data: ReportData) -> None:
                               ("hosts_idle", "idle", "#bdbdbd")):
         figure.add_trace(go.Scatter(x=x, y=timeline[key], name=name, stackgroup="hosts",
                                     line={"width": 0.5, "color": colour}), row=2, col=1)
+    figure.add_trace(go.Scatter(x=x, y=timeline["hosts_active"], name="hosts with a request",
+                                line={"width": 1, "color": "#424242", "dash": "dot"}),
+                     row=2, col=1)
     for key, name, colour in (("robots_fetches", "robots.txt fetches", "#00acc1"),
                               ("robots_denials", "robots.txt denials", "#6a1b9a"),
                               ("slow_down", "429/503 answers", "#fb8c00"),

@@ -66,8 +66,9 @@ def crawl_delays(layout: OutputLayout, token: str, max_crawl_delay_seconds: floa
     body_at: dict[str, tuple[str, int]] = {}
     for host, timestamp, fields in _robots_captures(layout.index):
         digest = str(fields.get("digest", ""))
-        if fields.get("mime") != "warc/revisit" and "offset" in fields:
-            body_at.setdefault(digest, (str(fields.get("filename", "")), int(fields["offset"])))
+        offset = str(fields.get("offset", ""))
+        if fields.get("mime") != "warc/revisit" and offset.isdigit():
+            body_at.setdefault(digest, (str(fields.get("filename", "")), int(offset)))
         if host in newest or len(newest) < max_hosts:
             if host not in newest or newest[host][0] <= timestamp:
                 newest[host] = (timestamp, digest)
