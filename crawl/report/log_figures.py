@@ -52,8 +52,9 @@ _STATUSES: tuple[Status, ...] = tuple(Status)
 _STATUS_INDEX = {status.value: index for index, status in enumerate(_STATUSES)}
 _FETCHED = _STATUS_INDEX[Status.FETCHED.value]
 _FETCH_ERROR = _STATUS_INDEX[Status.FETCH_ERROR.value]
+_ROBOTS_DENIED = _STATUS_INDEX[Status.ROBOTS_DENIED.value]
 #: Outcomes that made no request (nothing fetched).
-_NO_REQUEST = (_STATUS_INDEX[Status.ROBOTS_DENIED.value], _STATUS_INDEX[Status.REJECTED.value])
+_NO_REQUEST = (_ROBOTS_DENIED, _STATUS_INDEX[Status.REJECTED.value])
 _NO_HOST = "(no host)"
 
 #: The bin widths a timeline may use; the narrowest giving at most ``max_bins`` bins is taken.
@@ -292,7 +293,7 @@ def log_figures(columns: CrawlLogColumns, spacing: SpacingRules | None = None, *
     timeline["bytes_per_s"] = (per_bin(requested & answered, size.astype(np.float64))
                                / width).tolist()
     timeline["robots_fetches"] = per_bin(robots & requested).tolist()
-    timeline["robots_denials"] = per_bin(page & (status == _NO_REQUEST[0])).tolist()
+    timeline["robots_denials"] = per_bin(page & (status == _ROBOTS_DENIED)).tolist()
     timeline["slow_down"] = per_bin(requested & ((code == 429) | (code == 503))).tolist()
     timeline["failures"] = per_bin(failure).tolist()
 

@@ -39,12 +39,6 @@ def _when(epoch_ms: int) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _number(value: float) -> str:
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.2f}"
-    return f"{int(value):,}"
-
-
 def _bytes(value: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if abs(value) < 1000 or unit == "TB":
