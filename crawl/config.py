@@ -347,6 +347,8 @@ class CrawlSection:
     recent_urls: int = 100_000
     #: The C allocator of the local MiniCluster's JVM (:mod:`job.native_allocator`).
     native_allocator: str = "auto"
+    #: Write ``report.html`` (:mod:`crawl.report`) when a local crawl ends.
+    report: bool = True
     #: The address every endpoint of a local run's Flink binds to (REST API, blob server, RPC,
     #: data port): this machine only, unless opened deliberately (``job.launcher``).
     flink_bind_address: str = "127.0.0.1"

@@ -1,5 +1,5 @@
 """The command line: ``crawl`` your seeds, run the ``demo`` on the built-in synthetic web, see a
-crawl's ``status``, rebuild its CDXJ ``index``.
+crawl's ``status``, rebuild its CDXJ ``index``, write its ``report``.
 
 Options map onto keys of the configuration file (``conf/crawler.yaml``); ``--set
 section.key=value`` reaches any key. Configuration errors name their key and exit with status 2;
@@ -98,6 +98,17 @@ def _build_parser() -> argparse.ArgumentParser:
         "index", help="(re)write the CDXJ index of a crawl's WARC files (out/index.cdxj)"
     )
     index.add_argument("--out", type=Path, required=True, help="the crawl's output directory")
+    report = commands.add_parser(
+        "report",
+        help="write a crawl's report, one self-contained HTML page of charts (out/report.html)",
+    )
+    report.add_argument("--out", type=Path, required=True, help="the crawl's output directory")
+    report.add_argument(
+        "--config", type=Path,
+        help="the crawl's configuration file: the report judges politeness by its delays",
+    )
+    report.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a configuration key as the crawl had it (repeatable)")
     status = commands.add_parser(
         "status",
         help="a crawl's Flink job (state, uptime, checkpoints) and figures (pages, queues ...)",
@@ -164,6 +175,21 @@ def _index(out: Path) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from crawl.report import ReportSettings, write_report
+
+    config = load_config(args.config, dict(parse_override(item) for item in args.set))
+    origin = "the configuration given" if args.config or args.set else (
+        "the default configuration")
+    try:
+        path = write_report(args.out, ReportSettings.from_config(config, origin))
+    except OSError as error:  # no crawl logs there, or the page cannot be written
+        print(f"report: {error}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
 def _overrides(args: argparse.Namespace, defaults: dict[str, Any]) -> dict[str, Any]:
     overrides = dict(defaults)
     for option, key in _OPTION_KEYS.items():
@@ -225,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "index":
         return _index(args.out)
     try:
+        if args.command == "report":
+            return _report(args)
         if args.command == "crawl":
             config = load_config(args.config, _overrides(args, {}))
             resuming = args.resume or args.resume_from is not None

@@ -610,7 +610,24 @@ def run_local_crawl(
     summary.crawl_logs = sorted(str(p) for p in layout.logs.glob("crawl-*.log"))
     layout.summary.write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")
     print(summary.render(), file=out, flush=True)
+    if config.crawl.report:
+        _write_report(layout, config, out)
     return summary
+
+
+def _write_report(layout: OutputLayout, config: Config, out: TextIO) -> None:
+    """Write the crawl report; a failure is told, never fails the crawl (it is written again
+    with ``pyflink-crawler report``)."""
+    from crawl.report import ReportSettings, write_report
+
+    try:
+        path = write_report(layout.root, ReportSettings.from_config(
+            config, "the configuration of the crawl"))
+    except Exception as error:  # noqa: BLE001 - the crawl is done; the report can be rewritten
+        print(f"could not write the crawl report: {type(error).__name__}: {error} (run: "
+              f"python -m job report --out {layout.root})", file=out, flush=True)
+        return
+    print(f"  report          {path}", file=out, flush=True)
 
 
 def _allocator_line(allocator: str, setting: str) -> str:

@@ -30,8 +30,10 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.archive.crawl_log import parse_line
+from crawl.report import gather_report
 from synthweb import SyntheticWebServer, WebConfig
 from tests.integration.crawl_runner import run_crawl
+from tests.integration.report_check import check_report_draws
 
 pytestmark = pytest.mark.integration
 
@@ -247,3 +249,13 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     assert unvalidated_static
     for url in unvalidated_static:
         assert archived[url] == ["response"] * len(requests[url]), (url, archived[url])
+
+    # The report written at the crawl's end counts the log's refetches and 304s, and its
+    # charts, the continuous crawl's too, draw in a browser.
+    report = gather_report(out)
+    assert report.log.novelty["304 not modified"] == sum(
+        line["http_status"] == 304 for line in log_lines)
+    fast_refetched = [url for url, made in requests.items()
+                      if changing.change_class(url) == "fast" and len(made) >= 2]
+    assert report.log.urls_refetched >= len(fast_refetched) > 0
+    check_report_draws(out, {"timeline", "novelty", "freshness"})

@@ -9,6 +9,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.archive.crawl_log import parse_line
+from crawl.report import gather_report
 from crawl.urls.routing import key_group_of
 from job.native_allocator import find_jemalloc
 from operators.faults import ENVIRONMENT_VARIABLE
@@ -16,6 +17,7 @@ from synthweb import SyntheticWebServer, WebConfig, audit_log
 from tests.integration.crawl_runner import run_crawl
 from tests.integration.listening import ListeningWatch
 from tests.integration.metrics_watch import MetricsWatch
+from tests.integration.report_check import check_report_draws
 
 pytestmark = pytest.mark.integration
 
@@ -99,6 +101,16 @@ def test_crawl_fetches_every_reachable_page_politely_and_shows_its_figures(
     assert set(expected.fetch) <= logged_pages
     denied = {e["url"] for e in log_lines if e["status"].value == "ROBOTS_DENIED"}
     assert denied <= set(expected.never)
+
+    # The report written at the crawl's end (crawl.report) counts what the log holds, and
+    # every chart of it draws in a browser.
+    assert f"report          {out / 'report.html'}" in process.stdout
+    report = gather_report(out)
+    assert report.log.pages == summary["pages"]
+    assert report.log.robots_fetches == summary["robots_fetches"]
+    assert report.log.by_status == summary["pages_by_status"]
+    check_report_draws(out, {"timeline", "status", "reasons", "hosts", "latency", "budget",
+                             "content_types", "sizes", "novelty"})
 
 
 def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_2_complete(

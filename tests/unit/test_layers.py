@@ -35,6 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "crawl.crawldb": {"crawl.urls", "crawl.loop", "drum"},
     "crawl.processing": {"crawl.urls", "crawl.http", "crawl.archive", "crawl.loop",
                          "crawl.content", "crawl.crawldb"},
+    "crawl.report": {"crawl.archive", "crawl.frontier"},
     "drum": set(),
     "synthweb": set(),
 }
