@@ -527,12 +527,13 @@ class PrioritySection:
     defer_below: float = 0.0
     #: URLs of one host handed to the frontier and not fetched yet, at most.
     host_window: int = 16
-    #: URLs one crawl DB partition releases at most per release, best first.
+    #: URLs one crawl DB partition releases at most per release, best first (per
+    #: release_seconds: a release that comes later, after a long pass, takes more).
     release_batch: int = 1000
     #: A partition releases at most this often...
     release_seconds: float = 1.0
-    #: ...and spends at most this share of the time releasing (a release that passes over a
-    #: large partition's whole DRUM makes it wait longer before the next).
+    #: ...and spends at most this share of its CPU time releasing (a release that passes over
+    #: a large partition's whole DRUM makes it wait longer before the next).
     release_max_share: float = 0.02
     #: Records of the URLs due soonest (and of those QUEUED) a partition keeps in memory, at
     #: most, to release from without reading its DRUM (drum/due_window.py; 144 bytes each);

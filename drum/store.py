@@ -1061,15 +1061,16 @@ class Drum:
         return self._add(CHECK_UPDATE, keys, values, payloads, now_ms)
 
     def merge(self, *, now_ms: int, major: bool = False, select: bool = False,
-              limits: ReleaseLimits | None = None) -> MergeResult:
+              limits: ReleaseLimits | None = None, max_urls: int | None = None) -> MergeResult:
         """Merge the buffer now (a minor merge; with an empty buffer no run or payload file is
         written, only a new manifest); with ``major``, then also a major merge (fold, archive,
         select due URLs); with ``select``, then the due selection: a major merge's when one is
         due anyway, else a read-only pass over the folded runs (:meth:`_MergeState.select`).
         ``limits`` bound the new URLs a selection takes per group of hosts and per shape of a
-        host.
+        host; ``max_urls`` replaces the due policy's ``max_urls`` for this selection.
         I/O: see the module docstring."""
-        return self._merge(now_ms, force_major=major, select=select, limits=limits)
+        return self._merge(now_ms, force_major=major, select=select, limits=limits,
+                           max_urls=max_urls)
 
     def _add(
         self,
@@ -1160,14 +1161,15 @@ class Drum:
         return f"{prefix}-{serial:010x}-{os.urandom(4).hex()}-{index:x}.drum"
 
     def _merge(self, now_ms: int, force_major: bool = False, select: bool = False,
-               limits: ReleaseLimits | None = None) -> MergeResult:
+               limits: ReleaseLimits | None = None, max_urls: int | None = None) -> MergeResult:
         self._ensure_open()
         old = self.manifest
         serial = old.serial + 1
         written: list[str] = []  # paths of new files, removed if the merge fails
         opened: list[RunFile] = []
+        due = self.config.due if max_urls is None else replace(self.config.due, max_urls=max_urls)
         try:
-            state = _MergeState(self, old, serial, now_ms, written, opened, limits)
+            state = _MergeState(self, old, serial, now_ms, written, opened, limits, due)
             result = state.minor()
             main_records = state.main_records()
             major = force_major or state.delta_records() > self.config.major_ratio * max(
@@ -1415,9 +1417,12 @@ class _MergeState:
         written: list[str],
         opened: list[RunFile],
         limits: ReleaseLimits | None = None,
+        due: DuePolicy | None = None,
     ) -> None:
         self.drum = drum
         self.limits = limits
+        #: The due policy of this merge's selection (the DRUM's, or with another max_urls).
+        self.due = due if due is not None else drum.config.due
         self.config = drum.config
         self.serial = serial
         self.now_ms = now_ms
@@ -1671,7 +1676,7 @@ class _MergeState:
         lease or QUEUED mark is written, as a small delta run. O(window) time."""
         window = self.window
         assert window is not None
-        selector = _DueSelector(self.config.due, self.limits)
+        selector = _DueSelector(self.due, self.limits)
         selector.offer_due(window.keys, window.values, self.now_ms)
         self._lap("window.select")
         self._count_window("selections")
@@ -1694,8 +1699,8 @@ class _MergeState:
         sources = [r for r in [self.main, *self.deltas] if r is not None]
         main_writer = self._run_writer(KIND_MAIN) if rewrite else None
         archive_writer: RunWriter | None = None
-        selector = _DueSelector(self.config.due, self.limits)
-        due_policy = self.config.due
+        selector = _DueSelector(self.due, self.limits)
+        due_policy = self.due
         builder = None
         if self.config.windowed:
             builder = WindowBuilder(due_policy.window_urls, max(1, due_policy.window_urls // 2),

@@ -35,8 +35,10 @@ URLs due soonest and of those QUEUED, in memory, kept exact by every merge:
 :mod:`drum.due_window`) while it lasts, else in a read-only pass over the folded DRUM runs
 (about 0.2 s a million URLs; or a major merge's when one is due anyway), which builds the
 window again. A release that passed over the DRUM spaces the next so that releases take at
-most ``release_max_share`` of the time. The selection takes the UNFETCHED URLs with the most
-cash that their budgets allow (:mod:`crawl.crawldb.budgets`), at most ``release_batch``, and no
+most ``release_max_share`` of the partition's CPU time, and the next release then takes as
+many more URLs (``release_batch`` per ``release_seconds`` of the spacing, at most
+``release_window``). The selection takes the UNFETCHED URLs with the most
+cash that their budgets allow (:mod:`crawl.crawldb.budgets`), at most that batch, and no
 more of a host than leave ``host_window`` of its URLs QUEUED; the selected records become
 QUEUED (a fetch outcome, newer, replaces that) and go to the frontier with their rank. URLs
 left wait for a later release: :attr:`CrawlDbPartition.pending` counts them (the launcher's
@@ -285,12 +287,14 @@ class CrawlDbPartition:
         priority: PrioritySection | None = None,
         recrawl: RecrawlSection | None = None,
         deletions_paused: Callable[[], bool] = lambda: False,
-        timer: Callable[[], float] = time.perf_counter,
+        timer: Callable[[], float] = time.thread_time,
     ) -> None:
         self.directory = directory
         # While a savepoint's files are being kept, replaced files wait for a later merge.
         self._deletions_paused = deletions_paused
-        # Times a release's pass over the DRUM (seconds; a test's clock makes it repeatable).
+        # Times a release's pass over the DRUM: the CPU it costs (seconds; thread time, not
+        # wall time, so that a loaded machine does not space the releases out; a test's clock
+        # makes it repeatable).
         self._timer = timer
         self._schedule = (
             RecrawlSchedule(recrawl) if recrawl is not None and recrawl.enabled else None
@@ -305,6 +309,8 @@ class CrawlDbPartition:
         self._releasing = priority is not None and priority.enabled
         self._release_ms = int(priority.release_seconds * 1000) if self._releasing else 0
         self._release_share = priority.release_max_share if self._releasing else 1.0
+        self._release_batch_urls = priority.release_batch if self._releasing else 0
+        self._release_window_urls = priority.release_window if self._releasing else 0
         # The time between releases: release_seconds, or more when a release (a pass over
         # the whole DRUM, when its due window ran out) takes longer than release_max_share of it.
         self._release_interval_ms = self._release_ms
@@ -454,7 +460,8 @@ class CrawlDbPartition:
                 limits = self._budgets
                 limits.min_rank = (self._defer_below * self._level
                                    if self._defer_below and self._level else float("-inf"))
-            result = self._drum.merge(now_ms=now_ms, select=release, limits=limits)
+            result = self._drum.merge(now_ms=now_ms, select=release, limits=limits,
+                                      max_urls=self._release_batch() if release else None)
             results.append(result)
             if release:
                 # Only a release that passed over the DRUM spaces the next one out.
@@ -471,6 +478,17 @@ class CrawlDbPartition:
         self._merged = True
         self._deliver(results, now_ms, answer)
         return answer
+
+    def _release_batch(self) -> int:
+        """URLs the next release takes at most: ``release_batch``, times the spacing of the
+        releases in ``release_seconds`` when passes over a large DRUM space them out (so that
+        as many URLs a second go out as with a release every ``release_seconds``), at most the
+        due window's size (20 batches without a window)."""
+        batch = self._release_batch_urls
+        if self._release_interval_ms > self._release_ms:
+            scaled = batch * self._release_interval_ms // self._release_ms
+            batch = max(batch, min(scaled, self._release_window_urls or 20 * batch))
+        return batch
 
     def _release_allowed(self, now_ms: int) -> bool:
         due = self.next_release_ms(now_ms)

@@ -5,6 +5,7 @@ records), and the frontier serving a host's queue best first."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from pathlib import Path
 
@@ -315,6 +316,21 @@ def test_a_partition_whose_releases_take_long_releases_less_often(directory: str
     db.flush(T0)
     db.apply([("http://a.example/more", "L", "http://b.other/")], [], T0 + 10)
     assert db.next_release_ms(T0 + 10) > T0 + 10_000
+
+
+def test_releases_spaced_out_by_slow_passes_take_more_urls_each(directory: str) -> None:
+    # Each pass over the DRUM costs 50 ms of CPU (the timer's readings), releases may take 1 %
+    # of the time: they come 5 s apart, and each takes 5 batches, so that as many URLs a second
+    # go out as with a release every second.
+    readings = itertools.count(0.0, 0.05)
+    db = CrawlDbPartition(directory, SECTION, priority=PrioritySection(
+        host_window=100, release_batch=2, release_seconds=1.0, release_max_share=0.01,
+        release_window=0), timer=lambda: next(readings))
+    db.apply([(f"http://h{i}.example/", "L", "http://b.other/") for i in range(30)], [], T0)
+    assert db.flush(T0).counts["urls.released"] == 2
+    due = db.next_release_ms(T0 + 1)
+    assert due == T0 + 5000
+    assert db.flush(due).counts["urls.released"] == 10
 
 
 def test_releases_from_the_due_window_are_not_spaced_out(directory: str) -> None:
