@@ -35,7 +35,7 @@ URLs due soonest and of those QUEUED, in memory, kept exact by every merge:
 :mod:`drum.due_window`) while it lasts, else in a read-only pass over the folded DRUM runs
 (about 0.2 s a million URLs; or a major merge's when one is due anyway), which builds the
 window again. A release that passed over the DRUM spaces the next so that releases take at
-most ``release_max_share`` of the partition's CPU time, and the next release then takes as
+most ``release_max_share`` of the time, and the next release then takes as
 many more URLs (``release_batch`` per ``release_seconds`` of the spacing, at most
 ``release_window``). The selection takes the UNFETCHED URLs with the most
 cash that their budgets allow (:mod:`crawl.crawldb.budgets`), at most that batch, and no
@@ -287,14 +287,12 @@ class CrawlDbPartition:
         priority: PrioritySection | None = None,
         recrawl: RecrawlSection | None = None,
         deletions_paused: Callable[[], bool] = lambda: False,
-        timer: Callable[[], float] = time.thread_time,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.directory = directory
         # While a savepoint's files are being kept, replaced files wait for a later merge.
         self._deletions_paused = deletions_paused
-        # Times a release's pass over the DRUM: the CPU it costs (seconds; thread time, not
-        # wall time, so that a loaded machine does not space the releases out; a test's clock
-        # makes it repeatable).
+        # Times a release's pass over the DRUM (seconds; a test's clock makes it repeatable).
         self._timer = timer
         self._schedule = (
             RecrawlSchedule(recrawl) if recrawl is not None and recrawl.enabled else None
