@@ -46,6 +46,7 @@ import os
 import sys
 import threading
 import time
+import types
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,17 @@ def type_counts() -> Counter[str]:
 _CONTAINERS = (dict, list, set, frozenset, collections.deque, bytearray)
 
 
+def _referents(owner: object) -> list[Any]:
+    """What ``owner`` refers to; for a module, what its namespace holds. The garbage collector
+    is not asked for a module's referents: for an extension module they are its C state, and
+    for ``_asyncio`` on Python 3.12 before 3.12.6 the walk hands out the free list of future
+    iterators, which dropping the answer frees a second time, leaving a cycle that the next walk
+    follows until memory runs out."""
+    if isinstance(owner, types.ModuleType):
+        return list(vars(owner).values())
+    return gc.get_referents(owner)
+
+
 def large_containers(minimum: int = _LARGE, top: int = _TOP_TYPES) -> list[list[Any]]:
     """The ``top`` largest containers of at least ``minimum`` items, each as [owner, type,
     length]: caches and indexes that fill up. A dict of strings and numbers only is not
@@ -174,7 +186,7 @@ def large_containers(minimum: int = _LARGE, top: int = _TOP_TYPES) -> list[list[
     for owner in gc.get_objects():
         if isinstance(owner, _CONTAINERS) and len(owner) >= minimum and id(owner) not in found:
             found[id(owner)] = ["", type(owner).__qualname__, len(owner)]
-        for item in gc.get_referents(owner):
+        for item in _referents(owner):
             if isinstance(item, _CONTAINERS) and len(item) >= minimum:
                 entry = found.setdefault(id(item), ["", type(item).__qualname__, len(item)])
                 if not entry[0]:
