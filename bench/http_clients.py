@@ -261,7 +261,10 @@ class RawClient:
         pass
 
     async def fetch(self, url: str) -> Fetched:
-        return await asyncio.wait_for(self._fetch(url), TIMEOUT)
+        if sys.version_info < (3, 11):  # no asyncio.timeout: wait_for, a task per request
+            return await asyncio.wait_for(self._fetch(url), TIMEOUT)
+        async with asyncio.timeout(TIMEOUT):
+            return await self._fetch(url)
 
     async def _fetch(self, url: str) -> Fetched:
         reader, writer = self.idle.pop() if self.idle else await self._connect()
