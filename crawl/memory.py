@@ -168,7 +168,7 @@ _CONTAINERS = (dict, list, set, frozenset, collections.deque, bytearray)
 #: Before Python 3.11 an object's attributes are a dict of its own, which the garbage collector
 #: gives as the object's referent (3.11 keeps them in the object, and gives their values).
 _ATTRIBUTES_IN_A_DICT = sys.version_info < (3, 11)
-#: Py_TPFLAGS_HEAPTYPE: a class defined in Python, whose instances are the objects above.
+#: Py_TPFLAGS_HEAPTYPE, the flag of classes defined in Python: their instances are those objects.
 _HEAP_TYPE = 1 << 9
 
 
@@ -214,9 +214,8 @@ def large_containers(minimum: int = _LARGE, top: int = _TOP_TYPES) -> list[list[
     length]: caches and indexes that fill up. A dict of strings and numbers only is not
     tracked by the garbage collector, so containers are found as what tracked objects refer to;
     the owner is the referring object's type (a ``functools.lru_cache`` by its function's
-    name), another than a plain dict where there is one (the dict holding an object's
-    attributes on Python 3.10, a module's namespace). O(tracked objects and their
-    references)."""
+    name), any other before a plain dict (which may be the dict of an object's attributes on
+    Python 3.10, or a module's namespace). O(tracked objects and their references)."""
     found: dict[int, list[Any]] = {}
     for owner in gc.get_objects():
         if isinstance(owner, _CONTAINERS) and len(owner) >= minimum and id(owner) not in found:
