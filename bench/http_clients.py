@@ -261,29 +261,34 @@ class RawClient:
         pass
 
     async def fetch(self, url: str) -> Fetched:
+        if sys.version_info < (3, 11):  # no asyncio.timeout: wait_for, a task per request
+            return await asyncio.wait_for(self._fetch(url), TIMEOUT)
         async with asyncio.timeout(TIMEOUT):
-            reader, writer = self.idle.pop() if self.idle else await self._connect()
-            host = split_url(url)[0]
-            writer.write(f"GET {url} HTTP/1.1\r\nHost: {host}\r\n{self.head}\r\n".encode())
-            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-            status = int(head[0].split(" ", 2)[1])
-            headers = [tuple(line.split(": ", 1)) for line in head[1:-2]]
-            fields = {name.lower(): value for name, value in headers}
-            length = int(fields["content-length"])
-            if length > MAX_BODY:
-                raise BodyTooLarge(f"body over {MAX_BODY} bytes")
-            gzipped = "gzip" in fields.get("content-encoding", "")
-            gunzip = zlib.decompressobj(wbits=31) if gzipped else None
-            chunks = []
-            while length:
-                chunk = await reader.read(min(length, CHUNK))
-                if not chunk:
-                    raise ConnectionError("connection closed inside a body")
-                length -= len(chunk)
-                chunks.append(gunzip.decompress(chunk) if gunzip else chunk)
-            if fields.get("connection") != "close":
-                self.idle.append((reader, writer))
-            return Fetched(url, status, headers, join_chunks(chunks))
+            return await self._fetch(url)
+
+    async def _fetch(self, url: str) -> Fetched:
+        reader, writer = self.idle.pop() if self.idle else await self._connect()
+        host = split_url(url)[0]
+        writer.write(f"GET {url} HTTP/1.1\r\nHost: {host}\r\n{self.head}\r\n".encode())
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(head[0].split(" ", 2)[1])
+        headers = [tuple(line.split(": ", 1)) for line in head[1:-2]]
+        fields = {name.lower(): value for name, value in headers}
+        length = int(fields["content-length"])
+        if length > MAX_BODY:
+            raise BodyTooLarge(f"body over {MAX_BODY} bytes")
+        gzipped = "gzip" in fields.get("content-encoding", "")
+        gunzip = zlib.decompressobj(wbits=31) if gzipped else None
+        chunks = []
+        while length:
+            chunk = await reader.read(min(length, CHUNK))
+            if not chunk:
+                raise ConnectionError("connection closed inside a body")
+            length -= len(chunk)
+            chunks.append(gunzip.decompress(chunk) if gunzip else chunk)
+        if fields.get("connection") != "close":
+            self.idle.append((reader, writer))
+        return Fetched(url, status, headers, join_chunks(chunks))
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         return await asyncio.open_connection(*self.address)

@@ -46,6 +46,7 @@ import os
 import sys
 import threading
 import time
+import types
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -164,24 +165,66 @@ def type_counts() -> Counter[str]:
 _CONTAINERS = (dict, list, set, frozenset, collections.deque, bytearray)
 
 
+#: Before Python 3.11 an object's attributes are a dict of its own, which the garbage collector
+#: gives as the object's referent (3.11 keeps them in the object, and gives their values).
+_ATTRIBUTES_IN_A_DICT = sys.version_info < (3, 11)
+#: Py_TPFLAGS_HEAPTYPE, the flag of classes defined in Python: their instances are those objects.
+_HEAP_TYPE = 1 << 9
+
+
+def _referents(owner: object) -> list[Any]:
+    """What ``owner`` refers to: for a module what its namespace holds, for an object its
+    attributes too, not only the dict holding them (Python 3.10).
+
+    The garbage collector is not asked for a module's referents: for an extension module they
+    are its C state, and for ``_asyncio`` on Python 3.12 before 3.12.6 the walk hands out the
+    free list of future iterators, which dropping the answer frees a second time, leaving a
+    cycle that the next walk follows until memory runs out."""
+    if isinstance(owner, types.ModuleType):
+        return list(vars(owner).values())
+    referents = gc.get_referents(owner)
+    if _ATTRIBUTES_IN_A_DICT and type(owner).__flags__ & _HEAP_TYPE and not isinstance(owner, type):
+        attributes = _attribute_dict(owner, referents)
+        if attributes is not None:
+            referents.extend(list(attributes.values()))
+    return referents
+
+
+def _attribute_dict(owner: object, referents: list[Any]) -> dict[str, Any] | None:
+    """The dict of ``owner``'s attributes when it is among ``referents`` (so asking for it
+    creates none)."""
+    if not any(type(item) is dict for item in referents):
+        return None
+    try:
+        attributes = object.__getattribute__(owner, "__dict__")
+    except Exception:  # noqa: BLE001 - an object that has none, or will not tell
+        return None
+    return attributes if any(item is attributes for item in referents) else None
+
+
+def _owner_name(owner: object) -> str:
+    name = getattr(owner, "__qualname__", None)
+    if isinstance(name, str) and type(owner).__name__ == "_lru_cache_wrapper":
+        return f"lru_cache {name}"
+    return type(owner).__qualname__
+
+
 def large_containers(minimum: int = _LARGE, top: int = _TOP_TYPES) -> list[list[Any]]:
     """The ``top`` largest containers of at least ``minimum`` items, each as [owner, type,
     length]: caches and indexes that fill up. A dict of strings and numbers only is not
     tracked by the garbage collector, so containers are found as what tracked objects refer to;
     the owner is the referring object's type (a ``functools.lru_cache`` by its function's
-    name). O(tracked objects and their references)."""
+    name), any other before a plain dict (which may be the dict of an object's attributes on
+    Python 3.10, or a module's namespace). O(tracked objects and their references)."""
     found: dict[int, list[Any]] = {}
     for owner in gc.get_objects():
         if isinstance(owner, _CONTAINERS) and len(owner) >= minimum and id(owner) not in found:
             found[id(owner)] = ["", type(owner).__qualname__, len(owner)]
-        for item in gc.get_referents(owner):
+        for item in _referents(owner):
             if isinstance(item, _CONTAINERS) and len(item) >= minimum:
                 entry = found.setdefault(id(item), ["", type(item).__qualname__, len(item)])
-                if not entry[0]:
-                    name = getattr(owner, "__qualname__", None)
-                    entry[0] = (f"lru_cache {name}" if isinstance(name, str)
-                                and type(owner).__name__ == "_lru_cache_wrapper"
-                                else type(owner).__qualname__)
+                if not entry[0] or entry[0] == "dict" and type(owner) is not dict:
+                    entry[0] = _owner_name(owner)
     return sorted(found.values(), key=lambda entry: -entry[2])[:top]
 
 

@@ -7,12 +7,12 @@ user can count outcomes by reason and find each one in the crawl log.
 
 from __future__ import annotations
 
-import enum
+from crawl.compat import StrEnum
 
 __all__ = ["Status", "crawl_log_code"]
 
 
-class Status(enum.StrEnum):
+class Status(StrEnum):
     """What happened to a URL. The value is what the crawl log and the loop records carry."""
 
     #: 2xx response received and archived.

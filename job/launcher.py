@@ -20,7 +20,7 @@ import shutil
 import sys
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -51,7 +51,8 @@ from job.status import JOB_FILE, RestClient, StatusError
 
 __all__ = [
     "UNKNOWN_STATE", "CrawlError", "JobStateReader", "bind_settings", "fixed_settings",
-    "flink_configuration", "migrate_loop_source", "prepare_output", "run_local_crawl",
+    "flink_configuration", "local_run_environment", "migrate_loop_source", "prepare_output",
+    "run_local_crawl",
 ]
 
 JOB_NAME = "pyflink-crawler"
@@ -653,6 +654,40 @@ def path_for_embedded_python(path: str, executable: str = sys.executable) -> str
     return os.pathsep.join([directory, *parts])
 
 
+#: PyFlink's switch for how a local run gets its Python workers for process-mode operators.
+PYTHON_WORKER_MODE = "_python_worker_execution_mode"
+
+
+def local_run_environment(
+    settings: dict[str, str], layout: OutputLayout, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The environment variables a local run sets in its own process (``environ``) before
+    PyFlink starts the MiniCluster's JVM, which inherits them."""
+    environment = {
+        # Read by the JVM (JVM options, logging).
+        "FLINK_CONF_DIR": str(layout.flink_conf),
+        "FLINK_LOG_DIR": str(layout.flink_logs),
+        "PATH": path_for_embedded_python(environ.get("PATH", "")),
+    }
+    if PYTHON_WORKER_MODE not in environ:
+        # For a local run PyFlink otherwise starts its "loopback" worker pool in this process:
+        # a gRPC server on every interface ([::]) that starts Python workers on request, for
+        # operators in process mode. Thread mode does not use it; a process-mode operator gets
+        # a worker process started by Flink instead, as on a cluster (PyFlink's own tests do
+        # this). The pool's stop, which PyFlink leaves to atexit, starts a thread: Python 3.12
+        # refuses that at shutdown, and every run ended with a traceback per pool.
+        environment[PYTHON_WORKER_MODE] = "process"
+    if any(key.startswith("metrics.reporter.") for key in settings):
+        # Reporters are plugins (the apache-flink package ships them in pyflink/plugins), but
+        # the MiniCluster loads none: it finds reporter factories on its class path only. So
+        # the JVM gets a lib directory of the package's jars plus the reporters'.
+        # (PyFlink replaces FLINK_LIB_DIR with its own unless FLINK_HOME is set.)
+        if "FLINK_HOME" not in environ:
+            environment["FLINK_HOME"] = str(_pyflink_home())
+        environment["FLINK_LIB_DIR"] = str(_lib_with_reporters(layout.flink_conf / "lib"))
+    return environment
+
+
 def _submit(
     config: Config, layout: OutputLayout, flink_conf: Path, restore_from: Path | None,
     restore_settings: dict[str, str],
@@ -665,22 +700,7 @@ def _submit(
         settings["execution.state-recovery.path"] = restore_from.as_uri()
         settings.update(restore_settings)
     _write_flink_conf_dir(settings, layout)
-    # Read by the JVM PyFlink starts for the MiniCluster (JVM options, logging).
-    os.environ["FLINK_CONF_DIR"] = str(layout.flink_conf)
-    os.environ["FLINK_LOG_DIR"] = str(layout.flink_logs)
-    os.environ["PATH"] = path_for_embedded_python(os.environ.get("PATH", ""))
-    # For a local run PyFlink otherwise starts its "loopback" worker pool in this process: a
-    # gRPC server on every interface ([::]) that starts Python workers on request, for
-    # operators in process mode. Thread mode does not use it; a process-mode operator gets a
-    # worker process started by Flink instead, as on a cluster (PyFlink's own tests do this).
-    os.environ.setdefault("_python_worker_execution_mode", "process")
-    if any(key.startswith("metrics.reporter.") for key in settings):
-        # Reporters are plugins (the apache-flink package ships them in pyflink/plugins), but
-        # the MiniCluster loads none: it finds reporter factories on its class path only. So
-        # the JVM gets a lib directory of the package's jars plus the reporters'.
-        # (PyFlink replaces FLINK_LIB_DIR with its own unless FLINK_HOME is set.)
-        os.environ.setdefault("FLINK_HOME", str(_pyflink_home()))
-        os.environ["FLINK_LIB_DIR"] = str(_lib_with_reporters(layout.flink_conf / "lib"))
+    os.environ.update(local_run_environment(settings, layout, os.environ))
 
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment

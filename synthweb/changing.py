@@ -324,7 +324,7 @@ class ChangingWeb:
 
 
 def _w3c_datetime(seconds: int) -> str:
-    return f"{datetime.datetime.fromtimestamp(seconds, datetime.UTC):%Y-%m-%dT%H:%M:%SZ}"
+    return f"{datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def _revised(base: bytes, url: str, version: int, seed: int) -> bytes:

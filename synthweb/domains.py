@@ -38,13 +38,13 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import datetime
-import enum
 import html
 import itertools
 import random
 from collections.abc import Iterator
 
 from synthweb import endless
+from synthweb.compat import StrEnum
 from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind, Rule
 from synthweb.sites import FarmHost, HostPlan, Layout, Section, slug
 from synthweb.urls import split_url
@@ -52,7 +52,7 @@ from synthweb.urls import split_url
 __all__ = ["Anchor", "DomainPage", "DomainWeb", "JUNK_KINDS", "TRAP_KINDS", "UrlKind"]
 
 
-class UrlKind(enum.StrEnum):
+class UrlKind(StrEnum):
     """What a URL of the multi-domain web is."""
 
     #: A real page of a real site (200).

@@ -38,7 +38,6 @@ of real sites on many registered domains, link farms, endless spaces, soft 404s)
 from __future__ import annotations
 
 import dataclasses
-import enum
 import gzip
 import html
 import json
@@ -50,6 +49,7 @@ from collections.abc import Iterable
 from synthweb import changing as changing_web
 from synthweb import hostile, neardup, policy
 from synthweb import sitemaps as sitemap_web
+from synthweb.compat import StrEnum
 from synthweb.domains import DomainWeb, UrlKind
 from synthweb.robots import (
     GARBAGE_VARIANTS,
@@ -399,7 +399,7 @@ class WebConfig:
         return cls(**values)
 
 
-class PageKind(enum.StrEnum):
+class PageKind(StrEnum):
     """What a page is; its path prefix tells it too (see the module docstring)."""
 
     HTML = "html"

@@ -15,15 +15,16 @@ is always allowed.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import random
 import re
 from collections.abc import Callable
 
+from synthweb.compat import StrEnum
+
 __all__ = ["RobotsFile", "RobotsGroup", "RobotsKind", "Rule", "build_robots", "with_sitemaps"]
 
 
-class RobotsKind(enum.StrEnum):
+class RobotsKind(StrEnum):
     """How a host answers ``/robots.txt``."""
 
     #: 200 with a ``*`` group of Disallow/Allow rules (longest match, wildcards, ties).

@@ -119,7 +119,7 @@ def random_record_id() -> str:
 def iso_timestamp_ms(epoch_ms: int) -> str:
     """``2026-11-22T04:14:15.123Z``: UTC, millisecond precision (WARC/1.1 allows fractions)."""
     seconds, millis = divmod(epoch_ms, 1000)
-    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
 
 
@@ -478,7 +478,7 @@ def _software() -> str:
 
 def _file_timestamp(epoch_ms: int) -> str:
     seconds, millis = divmod(epoch_ms, 1000)
-    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
     return f"{moment:%Y%m%d%H%M%S}{millis:03d}"
 
 

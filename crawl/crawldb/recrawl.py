@@ -83,6 +83,10 @@ CHANGEFREQ_SECONDS = {
 _U4 = 0xFFFFFFFF
 # RFC 9110 8.8.3: entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, etagc = %x21 / %x23-7E / obs-text.
 _ETAG = re.compile(r'(W/)?"([\x21\x23-\x7e]*)"')
+# The parts of a W3C Datetime that Python 3.10's fromisoformat does not read (3.11 does): a
+# "Z" time zone, a fraction of a second of other than 3 or 6 digits, an offset without colon.
+_ISO_FRACTION = re.compile(r"([T ]\d\d:\d\d:\d\d)\.(\d+)")
+_ISO_ZONE = re.compile(r"([T ][\d:.]+)(?:[Zz]|([+-]\d\d)(\d\d))$")
 # Reasons of a failure that says the URL is gone, not that the server failed for a while.
 _GONE_HTTP = (404, 410)
 _GONE_REASON_PREFIXES = ("dns:",)
@@ -131,7 +135,7 @@ def parse_lastmod(value: str | None, now_s: int) -> int:
             text += "-01-01"
         elif len(text) == 7 and text[4] == "-":  # a year and month
             text += "-01"
-        parsed = datetime.datetime.fromisoformat(text)
+        parsed = datetime.datetime.fromisoformat(_iso_for_fromisoformat(text))
     except ValueError:
         try:
             parsed = email.utils.parsedate_to_datetime(text)
@@ -140,12 +144,19 @@ def parse_lastmod(value: str | None, now_s: int) -> int:
         if parsed is None:
             return 0
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
     try:
         seconds = int(parsed.timestamp())
     except (OverflowError, OSError, ValueError):
         return 0
     return seconds if 0 < seconds <= min(now_s, _U4) else 0
+
+
+def _iso_for_fromisoformat(text: str) -> str:
+    """``text`` with a "Z" time zone as ``+00:00``, an offset as ``+hh:mm`` and a fraction of
+    a second as 6 digits, forms every supported Python's ``fromisoformat`` reads."""
+    text = _ISO_FRACTION.sub(lambda m: f"{m[1]}.{m[2][:6].ljust(6, '0')}", text, count=1)
+    return _ISO_ZONE.sub(lambda m: f"{m[1]}{m[2] or '+00'}:{m[3] or '00'}", text, count=1)
 
 
 def format_http_date(seconds: int) -> str:

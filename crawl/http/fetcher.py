@@ -964,9 +964,10 @@ class HttpFetcher:
                 if decoder.feed(chunk):
                     cut = True
                     break
-        except (TimeoutError, aiohttp.ServerTimeoutError):
+        except (TimeoutError, asyncio.TimeoutError, aiohttp.ServerTimeoutError):
             # The server answered but its body outlasted the total or read timeout (a
-            # trickle): what came is kept and marked, as Heritrix marks timeTrunc.
+            # trickle): what came is kept and marked, as Heritrix marks timeTrunc. (aiohttp
+            # raises asyncio's TimeoutError, which is the built-in one from Python 3.11 only.)
             result.truncated = "time"
             response.close()
         else:

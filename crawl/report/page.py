@@ -35,7 +35,7 @@ _LAYOUT: dict[str, Any] = {
 
 
 def _when(epoch_ms: int) -> str:
-    moment = datetime.datetime.fromtimestamp(epoch_ms / 1000, tz=datetime.UTC)
+    moment = datetime.datetime.fromtimestamp(epoch_ms / 1000, tz=datetime.timezone.utc)
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 

@@ -18,6 +18,7 @@ from job.launcher import (
     CrawlError,
     bind_settings,
     flink_configuration,
+    local_run_environment,
     migrate_loop_source,
     path_for_embedded_python,
 )
@@ -67,6 +68,22 @@ def test_the_shipped_settings_pass_and_a_short_grace_is_refused(tmp_path: Path) 
 )
 def test_the_embedded_python_finds_the_running_interpreter_first(path: str, expected: str) -> None:
     assert path_for_embedded_python(path, "/env/bin/python") == expected
+
+
+def test_a_local_run_starts_no_loopback_worker_pool(tmp_path: Path) -> None:
+    # PyFlink's loopback worker pool is a gRPC server on every interface, unused in thread
+    # mode, whose stop at exit starts a thread: on Python 3.12 each pool ended the run with a
+    # "can't create new thread at interpreter shutdown" traceback. PyFlink starts it unless
+    # told to have Flink start process-mode workers as on a cluster; a choice already in the
+    # environment is kept.
+    layout = OutputLayout(tmp_path / "out")
+    environment = local_run_environment({}, layout, {"PATH": "/usr/bin"})
+    assert environment["_python_worker_execution_mode"] == "process"
+    assert environment["FLINK_CONF_DIR"] == str(layout.flink_conf)
+    assert environment["FLINK_LOG_DIR"] == str(layout.flink_logs)
+    assert "FLINK_LIB_DIR" not in environment  # no reporter: the package's own lib
+    chosen = {"PATH": "/usr/bin", "_python_worker_execution_mode": "loopback"}
+    assert "_python_worker_execution_mode" not in local_run_environment({}, layout, chosen)
 
 
 def test_a_local_run_with_a_reporter_gets_the_reporters_jars_on_its_class_path(
