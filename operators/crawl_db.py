@@ -2,9 +2,9 @@
 
 Keyed by crawl DB partition (``vnode % crawldb.partitions``, see :mod:`crawl.crawldb.partition`).
 Input:
-``(vnode, loop payload JSON)`` (see :mod:`crawl.loop.records`). Output: ``(fetch key, JSON list of
-[url, hops, via] or, with priority, [url, hops, via, 0, rank])``, the URLs handed to the
-frontier, batched per host, for the fetch stage (the fetch key is the host, or the host with
+``(vnode, loop payload JSON)`` (see :mod:`crawl.loop.records`). Output: ``(fetch key, batch)``,
+the URLs handed to the frontier, batched per host (:mod:`crawl.fetch_requests`), for the fetch
+stage (the fetch key is the host, or the host with
 its politeness group: :mod:`crawl.urls.routing`). Answers come when a partition's DRUM merges its
 buffer: when the buffer is full, or from a processing-time timer ``crawldb.flush_seconds``
 after the first buffered operation; with priority, URLs go at the releases (timers too, so

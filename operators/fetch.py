@@ -15,7 +15,7 @@ State, keyed by host:
 
 1. ``queue``: MapState sequence -> JSON ``[url, hops, via]`` (``[url, hops, via, attempts,
    rank]`` with priority or for a URL put back to be fetched again:
-   :class:`crawl.frontier.host_queue.QueueEntry`), the host's queue, best rank first with priority.
+   :class:`crawl.fetch_requests.QueueEntry`), the host's queue, best rank first with priority.
 2. ``host-v2``: a row with the queue bounds, the politeness clock (next allowed start, last
    response time), the lease of the fetch in flight (kind, payload, start), the time of the
    registered wake-up timer, the fetch time of the robots.txt record and the host's
@@ -29,7 +29,6 @@ State, keyed by host:
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import logging
 import time
 
@@ -39,6 +38,7 @@ from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
 from crawl.config import Config
 from crawl.crawldb.recrawl import conditional_headers
+from crawl.fetch_requests import decode_batch
 from crawl.frontier.budget import PageBudget
 from crawl.frontier.host_queue import HostQueue
 from crawl.frontier.politeness import DomainQuota, PolitenessGroups, poll_delay_ms
@@ -192,14 +192,13 @@ class FetchFunction(KeyedProcessFunction):
         began = time.thread_time()
         self._status.count("batches.in")
         host = host_of_key(value[0])
-        payloads = json.loads(value[1])
+        ranked, payloads = decode_batch(value[1])
         row = self._host_row()
         state = self._load(host, row)
-        encoded = [json.dumps(item, separators=(",", ":")) for item in payloads]
-        if payloads and len(payloads[0]) > 4 and len(state.queue) < _RANKED_QUEUE_MAX:
-            state.queue.push_ranked(encoded)  # URLs released by priority: best first
+        if ranked and len(state.queue) < _RANKED_QUEUE_MAX:
+            state.queue.push_ranked(payloads)  # URLs released by priority: best first
         else:
-            for payload in encoded:
+            for payload in payloads:
                 state.queue.push(payload)
         self._status.count("urls.in", len(payloads))
         wake_ms = row[_WAKE_MS] if row is not None else 0

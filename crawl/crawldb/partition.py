@@ -79,6 +79,7 @@ import numpy as np
 from crawl.config import CrawlDbSection, PrioritySection, RecrawlSection
 from crawl.crawldb.budgets import Budgets, shape_key
 from crawl.crawldb.recrawl import RecrawlSchedule, Revisit, states_of_records, store_states
+from crawl.fetch_requests import QueueEntry, encode_batch
 from crawl.loop.records import (
     Announcement,
     DoneEvent,
@@ -235,7 +236,8 @@ def decode_payload(payload: bytes) -> tuple[str, str, str]:
 class Answer:
     """What one call delivers: fetch requests for the frontier and counts for the figures."""
 
-    #: ``(host, JSON list of [url, hops, via])``: URLs seen for the first time, per host.
+    #: ``(host, batch)``: the URLs handed to the frontier, per host
+    #: (:func:`crawl.fetch_requests.encode_batch`).
     requests: list[tuple[str, str]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -681,7 +683,7 @@ class CrawlDbPartition:
             return self._drum.reason_code("other")
 
     def _deliver(self, results: list[MergeResult], now_ms: int, answer: Answer) -> None:
-        batches: dict[str, list[list]] = {}
+        batches: dict[str, list[QueueEntry]] = {}
         released: list[tuple[bytes, float, list | None]] = []
         for result in results:
             if result.due is not None and self._releasing:
@@ -731,17 +733,17 @@ class CrawlDbPartition:
                 if self._releasing:
                     self._pending += not counted  # (until the next release counts again)
                 else:
-                    batches.setdefault(host_of(url), []).append([url, hops, via])
+                    batches.setdefault(host_of(url), []).append(QueueEntry(url, hops, via))
         if released:
             for payload, url_rank, state in released:
                 url, hops, via = decode_payload(payload)
-                item = [url, hops, via, 0, url_rank]
-                if state is not None:
-                    item.append(state)  # a revisit: its recrawl state goes with it
-                batches.setdefault(host_of(url), []).append(item)
+                # A revisit's recrawl state goes with it.
+                batches.setdefault(host_of(url), []).append(
+                    QueueEntry(url, hops, via, 0, url_rank, state))
             answer.count("urls.released", sum(len(items) for items in batches.values()))
         answer.requests = [
-            (host, json.dumps(items, separators=(",", ":"))) for host, items in batches.items()
+            (host, encode_batch(entries, ranked=self._releasing))
+            for host, entries in batches.items()
         ]
         # Garbage: the files the merges dropped stay while a retained checkpoint may need them.
         manifest = self._drum.manifest_bytes()

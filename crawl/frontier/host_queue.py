@@ -5,13 +5,10 @@ that pushing and popping cost one state access each whatever the queue length (a
 would be rewritten whole on every pop). The store is anything with ``get``/``put``/``remove``:
 Flink's ``MapState`` in the job, a ``dict`` wrapper in tests.
 
-A payload is a :class:`QueueEntry` as compact JSON: ``[url, hops, via]`` as the crawl DB sends
-it without priority, ``[url, hops, via, attempts, rank]`` with its rank
-(:mod:`crawl.urls.priority`),
-``[url, hops, via, attempts, rank, recrawl]`` for a revisit (its recrawl state,
-:mod:`crawl.crawldb.recrawl`), or with ``attempts`` (failed attempts so far; see
-:mod:`crawl.frontier.politeness`) for a URL put back to be fetched again after a failure that may
-pass.
+A payload is a :class:`crawl.fetch_requests.QueueEntry` as the crawl DB sends it (a URL with
+what the crawl log needs, its rank and a revisit's recrawl state), or with ``attempts`` (failed
+attempts so far; see :mod:`crawl.frontier.politeness`) for a URL put back to be fetched again
+after a failure that may pass.
 
 With priority, the crawl DB hands a host only a few URLs at a time, and
 :meth:`HostQueue.push_ranked` keeps that short queue best rank first (URLs put back for a retry
@@ -20,47 +17,11 @@ stay in front): the frontier serves each host's best URL first.
 
 from __future__ import annotations
 
-import json
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
-__all__ = ["DictStore", "HostQueue", "MapStore", "QueueEntry"]
+from crawl.fetch_requests import QueueEntry
 
-
-class QueueEntry(NamedTuple):
-    """One URL of a host's queue: what the crawl log needs, and its failed attempts so far."""
-
-    url: str
-    hops: str
-    via: str
-    attempts: int = 0
-    rank: float = 0.0
-    #: A revisit's encoded recrawl state (None: a first fetch).
-    recrawl: list | None = None
-
-    def encode(self) -> str:
-        """The payload stored in the queue (the 3-item form while there was no attempt and
-        there is no rank or recrawl state)."""
-        items: list = [self.url, self.hops, self.via]
-        if self.attempts or self.rank or self.recrawl is not None:
-            items.append(self.attempts)
-        if self.rank or self.recrawl is not None:
-            items.append(self.rank)
-        if self.recrawl is not None:
-            items.append(self.recrawl)
-        return json.dumps(items, separators=(",", ":"))
-
-    @classmethod
-    def decode(cls, payload: str) -> QueueEntry:
-        """The entry of a stored payload (any form)."""
-        items = json.loads(payload)
-        return cls(
-            items[0],
-            items[1],
-            items[2],
-            items[3] if len(items) > 3 else 0,
-            items[4] if len(items) > 4 else 0.0,
-            items[5] if len(items) > 5 and isinstance(items[5], list) else None,
-        )
+__all__ = ["DictStore", "HostQueue", "MapStore"]
 
 
 class MapStore(Protocol):

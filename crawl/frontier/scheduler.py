@@ -42,8 +42,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
+from crawl.fetch_requests import QueueEntry
 from crawl.frontier.budget import PageBudget
-from crawl.frontier.host_queue import HostQueue, MapStore, QueueEntry
+from crawl.frontier.host_queue import HostQueue, MapStore
 from crawl.frontier.politeness import (
     BackOff,
     Signal,

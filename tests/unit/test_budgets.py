@@ -5,7 +5,6 @@ crawl DB deferring what is over budget instead of dropping it."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 from crawl.config import AdmissionSection, CrawlDbSection, PrioritySection
 from crawl.crawldb.budgets import UNLIMITED, Budgets, CachedStore, MemoryStore, shape_key
 from crawl.crawldb.partition import CrawlDbPartition
+from crawl.fetch_requests import decode_entries
 from crawl.progress import CrawlFigures, is_idle
 from crawl.urls.priority import CashLevel
 from crawl.urls.shapes import url_shape
@@ -138,7 +138,7 @@ def test_the_crawl_db_defers_what_is_over_budget_and_releases_it_when_the_budget
     farm = [(f"http://farm.test/p/{i}", "L", "http://farm.test/") for i in range(6)]
     db.apply(farm, [], T0, cash=[0.6 - i / 10 for i in range(6)])
     answer = db.flush(T0 + 1)
-    sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
+    sent = [item[0] for _, batch in answer.requests for item in decode_entries(batch)]
     assert sent == ["http://farm.test/p/0", "http://farm.test/p/1"]  # best first
     assert db.deferred == {"budget:domain": 4, "budget:shape": 0, "budget:importance": 0}
     assert db.pending == 0  # deferred URLs keep no one busy...
@@ -147,7 +147,7 @@ def test_the_crawl_db_defers_what_is_over_budget_and_releases_it_when_the_budget
     # Another domain links to it: two more go, best first; nothing was dropped.
     db.apply([("http://farm.test/p/5", "L", "http://news.example/")], [], T0 + 2, cash=[0.0])
     answer = db.flush(T0 + 2000)
-    sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
+    sent = [item[0] for _, batch in answer.requests for item in decode_entries(batch)]
     assert sent == ["http://farm.test/p/2", "http://farm.test/p/3"]
     assert db.deferred["budget:domain"] == 2
 
@@ -175,7 +175,7 @@ def test_the_crawl_db_defers_urls_far_below_the_level_of_what_is_fetched(
              ("http://farm.test/2", "L", "http://a/")]
     db.apply(found, [], T0, cash=[0.02, 1e-4, 1e-6], level=1.0)
     answer = db.flush(T0 + 1)
-    sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
+    sent = [item[0] for _, batch in answer.requests for item in decode_entries(batch)]
     assert sent == ["http://a.org/real"]
     assert db.deferred["budget:importance"] == 2
     assert db.pending == 0
@@ -184,13 +184,13 @@ def test_the_crawl_db_defers_urls_far_below_the_level_of_what_is_fetched(
         db.apply([], [], T0 + 2, level=0.005)
     db.apply([("http://a.org/next", "L", "http://b.org/")], [], T0 + 3, cash=[0.01])
     answer = db.flush(T0 + 2000)
-    sent = [item[0] for _, batch in answer.requests for item in json.loads(batch)]
+    sent = [item[0] for _, batch in answer.requests for item in decode_entries(batch)]
     assert sent == ["http://a.org/next", "http://farm.test/1"]
     assert db.deferred["budget:importance"] == 1
     # Off: nothing is held back so.
     loose = CrawlDbPartition(str(tmp_path / "q"), section, budgets=budgets,
                              priority=PrioritySection(host_window=100, defer_below=0.0))
     loose.apply(found, [], T0, cash=[0.02, 1e-4, 1e-6], level=1.0)
-    sent = [item[0] for _, batch in loose.flush(T0 + 1).requests for item in json.loads(batch)]
+    sent = [item[0] for _, batch in loose.flush(T0 + 1).requests for item in decode_entries(batch)]
     assert len(sent) == 3
     assert loose.deferred["budget:importance"] == 0

@@ -19,6 +19,7 @@ from crawl.crawldb.partition import (
     partition_directory,
     partition_of,
 )
+from crawl.fetch_requests import decode_batch, decode_entries
 from crawl.loop.records import encode_line
 from drum import DrumStatus, record_dict, url_key
 
@@ -78,7 +79,8 @@ def found(*urls: str, hops: str = "L", via: str = "http://a.example/") -> list:
 
 
 def requested(answers) -> list[str]:
-    return sorted(item[0] for a in answers for _, batch in a.requests for item in json.loads(batch))
+    return sorted(entry.url for a in answers for _, batch in a.requests
+                  for entry in decode_entries(batch))
 
 
 def record_of(partition: CrawlDbPartition, url: str) -> dict:
@@ -123,10 +125,10 @@ def test_new_urls_go_to_the_frontier_once_grouped_by_host(directory: str) -> Non
     assert db.buffered == 3
     flushed = db.flush(T0 + 500)
     assert db.buffered == 0
-    batches = {host: json.loads(batch) for host, batch in flushed.requests}
-    assert batches == {
-        "a.example": [["http://a.example/1", "L", "http://a.example/"]],
-        "b.example": [["http://b.example/1", "L", "http://a.example/"]],
+    batches = {host: decode_batch(batch) for host, batch in flushed.requests}
+    assert batches == {  # in the order found: no priority here
+        "a.example": (False, ['["http://a.example/1","L","http://a.example/"]']),
+        "b.example": (False, ['["http://b.example/1","L","http://a.example/"]']),
     }
     assert flushed.counts["urls.new"] == 2
     assert flushed.counts["urls.duplicate"] == 1

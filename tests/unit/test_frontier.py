@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from crawl.frontier.host_queue import DictStore, HostQueue, QueueEntry
+from crawl.fetch_requests import QueueEntry, decode_batch, decode_entries, encode_batch
+from crawl.frontier.host_queue import DictStore, HostQueue
 
 
 def _check(queue: HostQueue, store: DictStore, model: collections.deque[str]) -> None:
@@ -191,3 +192,16 @@ def test_queue_entry_survives_the_queue_with_its_attempts() -> None:
     queue.push_front(QueueEntry("http://a.test/0", "L", "", 2).encode())
 
     assert [QueueEntry.decode(queue.pop()).attempts for _ in range(2)] == [2, 0]
+
+
+def test_a_batch_says_whether_it_is_ranked_and_carries_entries_as_stored() -> None:
+    entries = [QueueEntry("http://a.test/x\ny", "L", "http://a.test/"),
+               QueueEntry("http://a.test/r", "L", "", 0, 0.25, [1, 2])]
+    message = encode_batch(entries, ranked=True)
+    ranked, payloads = decode_batch(message)
+    assert ranked
+    assert payloads == [entry.encode() for entry in entries]  # stored as they come
+    assert decode_entries(message) == entries
+    assert decode_batch(encode_batch([], ranked=False)) == (False, [])
+    with pytest.raises(ValueError, match="not a batch"):
+        decode_batch('[["http://a.test/","L",""]]')  # the list an older crawl DB sent

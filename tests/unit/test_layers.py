@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The shared vocabulary: modules at the top of ``crawl/`` that every package may use.
 VOCABULARY = {"crawl.config", "crawl.status", "crawl.hops", "crawl.model", "crawl.layout",
-              "crawl.memory", "crawl.progress", "crawl.savepoint_files", "crawl.compat"}
+              "crawl.memory", "crawl.progress", "crawl.savepoint_files", "crawl.compat",
+              "crawl.fetch_requests"}
 
 #: What each unit may import besides itself, the vocabulary and the standard library.
 ALLOWED: dict[str, set[str]] = {
@@ -50,6 +51,7 @@ VOCABULARY_ALLOWED: dict[str, set[str]] = {
     "crawl.model": {"crawl.status"},
     "crawl.progress": {"crawl.memory"},
     "crawl.savepoint_files": {"crawl.layout"},
+    "crawl.fetch_requests": set(),
 }
 PROJECT = ("crawl", "drum", "synthweb", "operators", "job")
 

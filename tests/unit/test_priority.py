@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 
 from crawl.config import CrawlDbSection, PrioritySection
 from crawl.crawldb.partition import CrawlDbPartition, partition_directory
+from crawl.fetch_requests import decode_entries
 from crawl.frontier.host_queue import DictStore, HostQueue, QueueEntry
 from crawl.processing import RecentUrls
 from crawl.progress import CrawlFigures, is_idle
@@ -166,7 +166,7 @@ def directory(tmp_path: Path) -> str:
 
 
 def _batches(answer) -> dict[str, list[list]]:
-    return {host: json.loads(batch) for host, batch in answer.requests}
+    return {host: decode_entries(batch) for host, batch in answer.requests}
 
 
 def test_the_crawl_db_releases_the_urls_with_most_cash_first(directory: str) -> None:

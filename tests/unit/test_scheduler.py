@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
+from crawl.fetch_requests import QueueEntry
 from crawl.frontier.budget import PageBudget
-from crawl.frontier.host_queue import DictStore, HostQueue, QueueEntry
+from crawl.frontier.host_queue import DictStore, HostQueue
 from crawl.frontier.robots import RobotsRecord
 from crawl.frontier.scheduler import (
     BUDGET_RETRY_MS,
