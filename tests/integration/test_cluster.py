@@ -1,7 +1,8 @@
 """The crawl submitted with ``flink run`` to a standalone Flink cluster, as README describes.
 
 The cluster (``cluster_fixture``) is started from the installed pyflink package with a
-configuration directory of the test's own, and stopped whatever happens. The first run is
+configuration directory of the tests' own, and stopped whatever happens; the cluster tests share
+it (``conftest.cluster``), this one runs on it first. The first run is
 stopped by ``python -m job stop --when-idle``, the watcher of a crawl on a cluster.
 """
 
@@ -11,7 +12,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,6 @@ from job.launcher import PROJECT_ROOT
 from synthweb import SyntheticWebServer, audit_log
 from tests.integration.cluster_fixture import (
     Cluster,
-    standalone_cluster,
     stop_with_savepoint,
     submit,
     submit_with_output,
@@ -58,12 +57,6 @@ def _stop_when_idle(cluster: Cluster, job_id: str, out: Path) -> str:
     savepoint = re.search(r"^savepoint +(\S+)$", output, re.MULTILINE).group(1)
     assert kept_files(savepoint) is not None
     return savepoint
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with standalone_cluster(tmp_path) as running:
-        yield running
 
 
 def test_flink_run_on_a_standalone_cluster_crawls_everything_and_stops_with_a_savepoint(
