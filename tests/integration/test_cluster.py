@@ -39,10 +39,11 @@ SLACK = 1.0
 
 def _stop_when_idle(cluster: Cluster, job_id: str, out: Path) -> str:
     """``python -m job stop --when-idle`` (keeping the crawl's files with the savepoint);
-    returns the savepoint's location."""
+    returns the savepoint's location. Idle for 6 s, as the local crawls of the tests: the
+    cluster's REST API serves metrics at most 1 s old (``SHARED_CLUSTER_SETTINGS``)."""
     watcher = subprocess.Popen(
         [sys.executable, "-m", "job", "stop", "--rest", f"http://{cluster.rest}", "--job",
-         job_id, "--when-idle", "--idle-seconds", "8", "--savepoint-dir",
+         job_id, "--when-idle", "--idle-seconds", "6", "--savepoint-dir",
          (out / "savepoints").as_uri(), "--out", str(out)],
         cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
