@@ -31,7 +31,7 @@ from job.launcher import PROJECT_ROOT
 
 FLINK_HOME = flink_home()
 
-#: The settings of the cluster the cluster tests share (``conftest.standalone``). The
+#: The settings of the cluster the cluster tests share (``conftest.shared_cluster``). The
 #: JobManager notices a dead TaskManager by its failed heartbeats: with the defaults (10 s
 #: interval, 50 s timeout) a kill (test_recovery) would stall the crawl for up to a minute.
 #: The REST API's metrics (numRestarts) at most 1 s old.

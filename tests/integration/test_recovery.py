@@ -50,7 +50,6 @@ REQUESTS_BETWEEN_KILLS = 25
 CHECKPOINT_SLACK = 1.0
 
 
-
 @dataclass
 class Kill:
     """One SIGKILL of the TaskManager, and what the job restored after it."""
