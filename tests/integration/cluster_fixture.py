@@ -31,6 +31,16 @@ from job.launcher import PROJECT_ROOT
 
 FLINK_HOME = flink_home()
 
+#: The settings of the cluster the cluster tests share (``conftest.shared_cluster``). The
+#: JobManager notices a dead TaskManager by its failed heartbeats: with the defaults (10 s
+#: interval, 50 s timeout) a kill (test_recovery) would stall the crawl for up to a minute.
+#: The REST API's metrics (numRestarts) at most 1 s old.
+SHARED_CLUSTER_SETTINGS = {
+    "heartbeat.interval": 1000,
+    "heartbeat.timeout": 5000,
+    "metrics.fetcher.update-interval": 1000,
+}
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -62,6 +72,25 @@ class Cluster:
         """The TaskManagers of this cluster that are alive (from its pid file)."""
         return [pid for pid in _recorded_pids(self.base / "pids", "taskexecutor")
                 if _is_our_daemon(pid, self.base)]
+
+    def cancel_running_jobs(self, timeout: float = 60) -> None:
+        """Cancel every job not yet ended and wait until all slots are free again (a test
+        that failed half-way leaves the next one a cluster with nothing running)."""
+        ended = {"FINISHED", "FAILED", "CANCELED", "SUSPENDED"}
+        for job in self.get("/jobs")["jobs"]:
+            if job["status"] not in ended:
+                request = urllib.request.Request(
+                    f"http://{self.rest}/jobs/{job['id']}?mode=cancel", method="PATCH"
+                )
+                with urllib.request.urlopen(request, timeout=10):
+                    pass
+        deadline = time.monotonic() + timeout
+        while True:
+            overview = self.get("/overview")
+            if overview["slots-available"] == overview["slots-total"] > 0:
+                return
+            assert time.monotonic() < deadline, f"slots still taken: {overview}"
+            time.sleep(0.5)
 
     def start_taskmanager(self) -> None:
         """``bin/taskmanager.sh start`` with the cluster's environment: one more TaskManager."""

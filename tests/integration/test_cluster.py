@@ -1,7 +1,8 @@
 """The crawl submitted with ``flink run`` to a standalone Flink cluster, as README describes.
 
 The cluster (``cluster_fixture``) is started from the installed pyflink package with a
-configuration directory of the test's own, and stopped whatever happens. The first run is
+configuration directory of the tests' own, and stopped whatever happens; the cluster tests share
+it (``conftest.cluster``), this one runs on it first. The first run is
 stopped by ``python -m job stop --when-idle``, the watcher of a crawl on a cluster.
 """
 
@@ -11,7 +12,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,6 @@ from job.launcher import PROJECT_ROOT
 from synthweb import SyntheticWebServer, audit_log
 from tests.integration.cluster_fixture import (
     Cluster,
-    standalone_cluster,
     stop_with_savepoint,
     submit,
     submit_with_output,
@@ -40,10 +39,11 @@ SLACK = 1.0
 
 def _stop_when_idle(cluster: Cluster, job_id: str, out: Path) -> str:
     """``python -m job stop --when-idle`` (keeping the crawl's files with the savepoint);
-    returns the savepoint's location."""
+    returns the savepoint's location. Idle for 6 s, as the local crawls of the tests: the
+    cluster's REST API serves metrics at most 1 s old (``SHARED_CLUSTER_SETTINGS``)."""
     watcher = subprocess.Popen(
         [sys.executable, "-m", "job", "stop", "--rest", f"http://{cluster.rest}", "--job",
-         job_id, "--when-idle", "--idle-seconds", "8", "--savepoint-dir",
+         job_id, "--when-idle", "--idle-seconds", "6", "--savepoint-dir",
          (out / "savepoints").as_uri(), "--out", str(out)],
         cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
@@ -58,12 +58,6 @@ def _stop_when_idle(cluster: Cluster, job_id: str, out: Path) -> str:
     savepoint = re.search(r"^savepoint +(\S+)$", output, re.MULTILINE).group(1)
     assert kept_files(savepoint) is not None
     return savepoint
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with standalone_cluster(tmp_path) as running:
-        yield running
 
 
 def test_flink_run_on_a_standalone_cluster_crawls_everything_and_stops_with_a_savepoint(

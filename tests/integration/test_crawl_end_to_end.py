@@ -14,7 +14,7 @@ from crawl.urls.routing import key_group_of
 from job.native_allocator import find_jemalloc
 from operators.faults import ENVIRONMENT_VARIABLE
 from synthweb import SyntheticWebServer, WebConfig, audit_log
-from tests.integration.crawl_runner import run_crawl
+from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl
 from tests.integration.listening import ListeningWatch
 from tests.integration.metrics_watch import MetricsWatch
 from tests.integration.report_check import check_report_draws
@@ -247,9 +247,7 @@ def test_grouped_hosts_take_turns_across_fetch_subtasks(tmp_path: Path, group_by
         process, summary = run_crawl(
             tmp_path, seeds, proxy,
             "--delay", str(delay), "--idle-seconds", "6", "--parallelism", "2",
-            # Short back-offs: robots.txt that fail are asked again sooner (a shorter test).
-            "--set", "politeness.response_time_factor=0",
-            "--set", "politeness.backoff_base_seconds=0.5", *options,
+            "--set", "politeness.response_time_factor=0", *SHORT_BACKOFF, *options,
         )
         assert process.returncode == 0, process.stderr[-3000:]
         assert summary["stop_reason"] == "idle"

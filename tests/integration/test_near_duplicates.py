@@ -20,7 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawl.archive.warc import verify_warc_file
 from crawl.progress import CrawlFigures, read_statuses
 from synthweb import SyntheticWebServer, WebConfig, audit_log
-from tests.integration.crawl_runner import run_crawl
+from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl
 from tests.integration.prometheus_watch import (
     PrometheusWatch,
     flink_conf_with_prometheus,
@@ -90,7 +90,8 @@ def test_near_duplicates_are_found_marked_and_archived_with_their_original(
         # meet in the one near-duplicate stage.
         process, summary = run_crawl(
             tmp_path, seeds, server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6",
-            "--parallelism", "2", "--flink-conf", str(flink_conf_with_prometheus(tmp_path, port)),
+            *SHORT_BACKOFF, "--parallelism", "2",
+            "--flink-conf", str(flink_conf_with_prometheus(tmp_path, port)),
             timeout=600, watch=scrapes,
         )
         records = server.request_log()

@@ -1,14 +1,15 @@
 """Failure recovery on real processes: the TaskManager of a standalone cluster killed mid-crawl.
 
-The crawl runs on a standalone cluster (``cluster_fixture``) against the synthetic web; three
-times during the crawl the TaskManager's JVM (and with it every operator and its embedded
-Python: thread mode) is killed with SIGKILL and a new TaskManager is started; the job restarts
-from its last completed checkpoint each time. Checked afterwards, from the web's own request
-log and the files the crawl wrote: every reachable page fetched, each page requested more than
-once explained by the in-flight window of a restart (a kill can cause more than one: the
-JobManager may fail the restored job again when it notices the dead TaskManager's lost
-heartbeats late), every WARC file readable, and every fetch
-processed once into the crawl log and the archive.
+The crawl runs on the standalone cluster the cluster tests share (``conftest.cluster``: short
+heartbeats, so that the JobManager notices a dead TaskManager within seconds) against the
+synthetic web; three times during the crawl the TaskManager's JVM (and with it every operator
+and its embedded Python: thread mode) is killed with SIGKILL and a new TaskManager is started;
+the job restarts from its last completed checkpoint each time. Checked afterwards, from the
+web's own request log and the files the crawl wrote: every reachable page fetched, each page
+requested more than once explained by the in-flight window of a restart (a kill can cause more
+than one: the JobManager may fail the restored job again when it notices the dead
+TaskManager's lost heartbeats late), every WARC file readable, and every fetch processed once
+into the crawl log and the archive.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from job.launcher import PROJECT_ROOT
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log
 from tests.integration.cluster_fixture import (
     Cluster,
-    standalone_cluster,
     stop_with_savepoint,
     submit,
     wait_for_state,
@@ -49,15 +49,6 @@ REQUESTS_BETWEEN_KILLS = 25
 #: snapshot: the time from the response to the operator's update, and clock reading slack).
 CHECKPOINT_SLACK = 1.0
 
-# The JobManager notices a dead TaskManager by its failed heartbeats: with the defaults (10 s
-# interval, 50 s timeout) a kill would stall the crawl for up to a minute.
-# The REST API's metrics (numRestarts) at most 1 s old.
-CLUSTER_SETTINGS = {
-    "heartbeat.interval": 1000,
-    "heartbeat.timeout": 5000,
-    "metrics.fetcher.update-interval": 1000,
-}
-
 
 @dataclass
 class Kill:
@@ -70,12 +61,6 @@ class Kill:
     restored_id: int = -1
     restored_triggered: float = 0.0
     running_again: float = 0.0
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with standalone_cluster(tmp_path, CLUSTER_SETTINGS) as running:
-        yield running
 
 
 @pytest.fixture

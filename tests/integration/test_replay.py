@@ -3,6 +3,8 @@ replayed in pywb from the CDXJ index the crawl wrote.
 
 pywb cannot share an environment with apache-flink (it pins redis below 3, Apache Beam needs 5),
 so the test installs it into a virtual environment of its own, as the README tells a user to.
+That environment is kept between runs in the user's cache directory, one per pywb version and
+Python version (installing it takes 15-20 s even from pip's cache, minutes without).
 The crawl's ``index.cdxj`` must be what webrecorder's cdxj-indexer makes of its WARC files, and
 pywb, reading that index (not one of its own), must serve every archived page byte for byte as
 the synthetic web served it, revisit records (payloads archived before) included, whichever
@@ -11,10 +13,14 @@ version wrote them.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import shutil
 import socket
 import struct
 import subprocess
+import sys
 import tarfile
 import time
 import venv
@@ -36,20 +42,45 @@ from tests.integration.make_old_crawl import FIXTURE as OLD_CRAWL
 pytestmark = pytest.mark.integration
 
 TOKEN = "pyflink-crawler"
+#: The pywb the test replays with (a new version: a new environment in the cache).
+PYWB = "pywb==2.10.0"
+
+
+def _pywb_environment() -> Path:
+    """Where the environment of :data:`PYWB` for this Python is kept between runs."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    python = f"py{sys.version_info.major}.{sys.version_info.minor}"
+    return cache / "pyflink-crawler" / f"{PYWB.replace('==', '-')}-{python}"
+
+
+def _usable(root: Path) -> bool:
+    """Whether ``root`` holds a complete environment of :data:`PYWB` that still runs."""
+    marker = root / "installed"
+    if not marker.exists() or marker.read_text(encoding="utf-8") != PYWB:
+        return False
+    probe = subprocess.run([str(root / "bin" / "python"), "-c", "import pywb"],
+                           capture_output=True, timeout=60, check=False)
+    return probe.returncode == 0 and (root / "bin" / "wayback").exists()
 
 
 @pytest.fixture(scope="module")
-def wayback(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """pywb's ``wayback`` command, installed into an environment of its own."""
-    root = tmp_path_factory.mktemp("pywb-env")
-    venv.create(root, with_pip=True)
-    python = root / "bin" / "python"
-    install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "pywb>=2.8"],
-        capture_output=True, text=True, timeout=600,
-    )
-    if install.returncode != 0:
-        pytest.fail(f"could not install pywb: {install.stderr[-2000:]}")
+def wayback() -> Path:
+    """pywb's ``wayback`` command, installed into an environment of its own (made once, kept in
+    the cache; test runs side by side wait for the one that makes it)."""
+    root = _pywb_environment()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f"{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _usable(root):
+            shutil.rmtree(root, ignore_errors=True)
+            venv.create(root, with_pip=True)
+            install = subprocess.run(
+                [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet", PYWB],
+                capture_output=True, text=True, timeout=600,
+            )
+            if install.returncode != 0:
+                pytest.fail(f"could not install pywb: {install.stderr[-2000:]}")
+            (root / "installed").write_text(PYWB, encoding="utf-8")
     return root / "bin" / "wayback"
 
 
