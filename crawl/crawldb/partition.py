@@ -35,14 +35,14 @@ URLs due soonest and of those QUEUED, in memory, kept exact by every merge:
 :mod:`drum.due_window`) while it lasts, else in a read-only pass over the folded DRUM runs
 (about 0.2 s a million URLs; or a major merge's when one is due anyway), which builds the
 window again. A release that passed over the DRUM spaces the next so that releases take at
-most ``release_max_share`` of the time, and the next release then takes as
-many more URLs (``release_batch`` per ``release_seconds`` of the spacing, at most
-``release_window``). The selection takes the UNFETCHED URLs with the most
-cash that their budgets allow (:mod:`crawl.crawldb.budgets`), at most that batch, and no
-more of a host than leave ``host_window`` of its URLs QUEUED; the selected records become
-QUEUED (a fetch outcome, newer, replaces that) and go to the frontier with their rank. URLs
-left wait for a later release: :attr:`CrawlDbPartition.pending` counts them (the launcher's
-idle test needs it), but for those a budget holds back (:attr:`CrawlDbPartition.deferred`).
+most ``release_max_share`` of the time, and the next release then takes as many more URLs
+(``release_batch`` per ``release_seconds`` of the spacing, at most ``release_window``). The
+selection takes the UNFETCHED URLs with the most cash that their budgets allow
+(:mod:`crawl.crawldb.budgets`), at most that batch, and no more of a host than leave
+``host_window`` of its URLs QUEUED; the selected records become QUEUED (a fetch outcome,
+newer, replaces that) and go to the frontier with their rank. URLs left wait for a later
+release: :attr:`CrawlDbPartition.pending` counts them (the launcher's idle test needs it),
+but for those a budget holds back (:attr:`CrawlDbPartition.deferred`).
 
 Answers come in bulk, when a merge runs: when the buffer is full, or at the latest
 ``flush_seconds`` after the buffer's first operation (the operator's timer calls
