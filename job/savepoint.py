@@ -23,6 +23,7 @@ from typing import TextIO
 from crawl.layout import OutputLayout
 from crawl.savepoint_files import KeptFiles, KeptFilesError, keep_files, pin, unpin
 from job.status import RestClient, StatusError, find_job
+from job.stopper import StopError, await_savepoint
 
 __all__ = ["SavepointError", "run_savepoint", "take_savepoint"]
 
@@ -50,19 +51,12 @@ def take_savepoint(
         request_id = str(answer.get("request-id", ""))
         if not request_id:
             raise SavepointError(f"the REST API did not take the savepoint: {answer}")
-        started = time.monotonic()
-        while True:
-            status = rest.get(f"/jobs/{job_id}/savepoints/{request_id}")
-            if status.get("status", {}).get("id") == "COMPLETED":
-                break
-            if time.monotonic() - started > timeout_seconds:
-                raise SavepointError(f"no savepoint after {timeout_seconds:.0f} s")
-            sleep(0.1)
-        operation = status.get("operation") or {}
-        location = operation.get("location")
+        try:
+            location, failure = await_savepoint(rest, job_id, request_id, timeout_seconds, 0.1,
+                                                sleep)
+        except StopError as error:
+            raise SavepointError(str(error)) from None
         if not location:
-            cause = operation.get("failure-cause") or {}
-            failure = str(cause.get("stack-trace") or cause.get("class") or operation)
             raise SavepointError(f"the savepoint failed: {failure[:2000]}")
         try:
             kept = keep_files(layout, location)

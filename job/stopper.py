@@ -30,7 +30,7 @@ from crawl.progress import CrawlFigures, QuietTracker, is_idle
 from crawl.savepoint_files import KeptFilesError, keep_files
 from job.status import CrawlView, RestClient, StatusError, figures_from_metrics, find_job
 
-__all__ = ["StopError", "figures_of_view", "stop_job", "wait_until_idle"]
+__all__ = ["StopError", "await_savepoint", "figures_of_view", "stop_job", "wait_until_idle"]
 
 #: The figures whose movement is progress (as metric names: stage.figure). A crawl whose
 #: figures of these kinds stand still, with nothing queued or in flight, is idle.
@@ -108,27 +108,45 @@ def stop_job(
     failure = ""
     for attempt in range(1, attempts + 1):
         answer = rest.post(f"/jobs/{job_id}/stop", body)
-        request_id, started = str(answer.get("request-id", "")), time.monotonic()
+        request_id = str(answer.get("request-id", ""))
         if not request_id:
             raise StopError(f"the REST API did not take the stop: {answer}")
-        while True:
-            status = rest.get(f"/jobs/{job_id}/savepoints/{request_id}")
-            if status.get("status", {}).get("id") == "COMPLETED":
-                break
-            if time.monotonic() - started > timeout_seconds:
-                raise StopError(f"no savepoint after {timeout_seconds:.0f} s")
-            sleep(0.5)
-        operation = status.get("operation") or {}
-        location = operation.get("location")
+        location, failure = await_savepoint(rest, job_id, request_id, timeout_seconds, 0.5,
+                                            sleep)
         if location:
             _wait_for_end(rest, job_id, sleep)
-            return str(location)
-        cause = operation.get("failure-cause") or {}
-        failure = str(cause.get("stack-trace") or cause.get("class") or operation)
+            return location
         print(f"stopping failed (attempt {attempt}: {failure.splitlines()[0][:200]}); "
               "retrying once the job runs again", file=out, flush=True)
         _wait_for_running(rest, job_id, sleep)
     raise StopError(f"could not stop job {job_id} with a savepoint: {failure[:2000]}")
+
+
+def await_savepoint(
+    rest: RestClient,
+    job_id: str,
+    request_id: str,
+    timeout_seconds: float,
+    poll_seconds: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[str, str]:
+    """Wait for the savepoint the REST API took as ``request_id`` (a savepoint, or a stop with
+    one): (its location, "") once taken, ("", why) if it failed; :class:`StopError` when it is
+    not done after ``timeout_seconds``."""
+    started = time.monotonic()
+    while True:
+        status = rest.get(f"/jobs/{job_id}/savepoints/{request_id}")
+        if status.get("status", {}).get("id") == "COMPLETED":
+            break
+        if time.monotonic() - started > timeout_seconds:
+            raise StopError(f"no savepoint after {timeout_seconds:.0f} s")
+        sleep(poll_seconds)
+    operation = status.get("operation") or {}
+    location = operation.get("location")
+    if location:
+        return str(location), ""
+    cause = operation.get("failure-cause") or {}
+    return "", str(cause.get("stack-trace") or cause.get("class") or operation)
 
 
 _ENDED = ("FINISHED", "CANCELED", "FAILED")
