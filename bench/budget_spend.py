@@ -142,8 +142,13 @@ def one_run(args: argparse.Namespace, label: str, budget: int) -> dict[str, Any]
     seeds = web.seeds()
     expected = web.expected_crawl(seeds, TOKEN)
     assert expected.domains is not None
-    with tempfile.TemporaryDirectory(prefix="budget-spend-") as folder:
-        records, summary, wall, _ = run_crawl(args, config, seeds, budget, Path(folder))
+    if args.keep is not None:
+        work = args.keep / label
+        work.mkdir(parents=True, exist_ok=False)
+        records, summary, wall, _ = run_crawl(args, config, seeds, budget, work)
+    else:
+        with tempfile.TemporaryDirectory(prefix="budget-spend-") as folder:
+            records, summary, wall, _ = run_crawl(args, config, seeds, budget, Path(folder))
     row = figures(web, expected.domains, records, budget)
     problems = audit_log(records, expected, min_delay=args.delay, complete=False)
     row.update({
@@ -204,6 +209,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a crawl setting (python -m job crawl --set), repeatable")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep each crawl's output and request log in DIR/<run>")
     args = parser.parse_args()
 
     config = WebConfig(seed=args.seed, hosts=args.hosts).with_multi_domain_profile()

@@ -521,6 +521,11 @@ class PrioritySection:
     seed_boost: float = 10.0
     #: ...and a sitemap a robots.txt names (split over its entries as a page's over its links).
     sitemap_boost: float = 1.0
+    #: Under a page budget, a new URL goes only if it ranks among the best of every URL
+    #: waiting, this many times the pages the budget has left after what the frontier holds
+    #: (crawl/crawldb/cutoff.py); the others wait their turn. 0: no such cutoff (the
+    #: default: see BENCHMARKS.md, "The budget cutoff").
+    budget_cutoff: float = 0.0
     #: A new URL whose cash is below this share of the typical cash of the pages the crawl
     #: fetches now is deferred (budget:importance), on whatever host it is. 0: never (the
     #: default: a crawl that runs dry ends with such URLs unfetched, real pages among them).
@@ -545,6 +550,8 @@ class PrioritySection:
         for key in ("seed_boost", "sitemap_boost"):
             _check(self, "priority", key, _non_negative, "a number >= 0")
         _check(self, "priority", "defer_below", lambda v: 0 <= v < 1, "a number from 0, below 1")
+        _check(self, "priority", "budget_cutoff", lambda v: v == 0 or v >= 1,
+               "0 (off) or a number >= 1")
         _check(self, "priority", "host_window", lambda v: 1 <= v <= 100_000,
                "an integer from 1 to 100000")
         _check(self, "priority", "release_batch", lambda v: v >= 1, "an integer >= 1")

@@ -262,6 +262,11 @@ class DueSelection:
     held_by_shape: int = 0
     #: ... and those ranked below the limits' ``min_rank``.
     held_by_rank: int = 0
+    #: The best rank of those (-inf: none).
+    held_best_rank: float = float("-inf")
+    #: With the limits' ``rank_edges``: the due new URLs (selected or not) their group and shape
+    #: have room for, by rank bucket.
+    new_rank_counts: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -503,6 +508,11 @@ class ReleaseLimits(Protocol):
 
     #: New URLs ranked below this do not go (-inf: none held back so).
     min_rank: float
+    #: Optional (None when absent): ascending bucket edges; the selection then counts the due
+    #: new URLs their group and shape have room for by rank bucket
+    #: (:attr:`DueSelection.new_rank_counts`), bucket ``i`` holding ranks from
+    #: ``edges[i - 1]`` (-inf for bucket 0) to below ``edges[i]``.
+    rank_edges: np.ndarray | None
 
 
 _UNLIMITED = np.iinfo(np.int64).max
@@ -521,8 +531,22 @@ class _Limits:
         self._group_due: dict[int, int] = {}
         self._pair_due: dict[tuple[int, int], int] = {}
         self.min_rank = float(getattr(limits, "min_rank", float("-inf")))
-        #: Due new URLs held back because their rank is below ``min_rank``.
+        #: Due new URLs held back because their rank is below ``min_rank``...
         self.held_by_rank = 0
+        #: ... and the best rank among them (-inf: none).
+        self.held_best_rank = float("-inf")
+        self.rank_edges = getattr(limits, "rank_edges", None)
+        #: With ``rank_edges``: the due new URLs offered, counted by rank bucket.
+        self.new_rank_counts = (
+            np.zeros(len(self.rank_edges) + 1, dtype=np.int64)
+            if self.rank_edges is not None else None
+        )
+
+    def count_ranks(self, rank: np.ndarray) -> None:
+        """Count ranks of due new URLs into :attr:`new_rank_counts` (if asked). O(n log b)."""
+        if self.new_rank_counts is not None and len(rank):
+            buckets = np.searchsorted(self.rank_edges, rank, side="right")
+            self.new_rank_counts += np.bincount(buckets, minlength=len(self.new_rank_counts))
 
     def caps(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The group, the group's limit and the shape's limit of each record (revisits:
@@ -703,13 +727,19 @@ class _DueSelector:
         rank = self._rank(values)
         caps = None
         if self.limits is not None:
-            low = (values["status"] == DrumStatus.UNFETCHED) & (rank < self.limits.min_rank)
+            caps = np.column_stack(self.limits.caps(values))
+            new = values["status"] == DrumStatus.UNFETCHED
+            # Ranks are counted of the new URLs their limits leave room for (a group or shape
+            # with none left holds them whatever their rank).
+            self.limits.count_ranks(rank[new & (caps[:, 1] > 0) & (caps[:, 2] > 0)])
+            low = new & (rank < self.limits.min_rank)
             if low.any():
                 self.limits.held_by_rank += int(np.count_nonzero(low))
+                self.limits.held_best_rank = max(self.limits.held_best_rank,
+                                                 float(rank[low].max()))
                 keep = ~low
-                keys, values, next_fetch, rank = (keys[keep], select(values, keep),
-                                                  next_fetch[keep], rank[keep])
-            caps = np.column_stack(self.limits.caps(values))
+                keys, values, next_fetch, rank, caps = (keys[keep], select(values, keep),
+                                                        next_fetch[keep], rank[keep], caps[keep])
             self.limits.count_due(values, caps[:, 0])
         if self._revisits is self._new:
             self._new.offer(keys, values, rank, caps)
@@ -1822,6 +1852,10 @@ class _MergeState:
             held_by_group=held[0],
             held_by_shape=held[1],
             held_by_rank=selector.limits.held_by_rank if selector.limits is not None else 0,
+            held_best_rank=(selector.limits.held_best_rank if selector.limits is not None
+                            else float("-inf")),
+            new_rank_counts=(selector.limits.new_rank_counts if selector.limits is not None
+                             else None),
         )
 
     # -- the due window

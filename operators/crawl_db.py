@@ -36,10 +36,12 @@ from pyflink.datastream.state import (
 
 from crawl.config import Config
 from crawl.crawldb.budgets import Budgets, CachedStore
+from crawl.crawldb.cutoff import BudgetCutoff, frontier_size, write_waiting
 from crawl.crawldb.partition import Answer, CrawlDbPartition, partition_directory
+from crawl.frontier.budget import PageBudget
 from crawl.layout import OutputLayout
 from crawl.loop.records import LoopRecordError, parse_record
-from crawl.progress import StageStatus
+from crawl.progress import StageStatus, read_statuses
 from crawl.savepoint_files import deletions_paused
 from crawl.urls.routing import AddressResolver, FetchRouter
 from operators.context import Lifecycle, subtask_of
@@ -60,6 +62,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._recrawl = config.recrawl
         self._routing = config.politeness.fetch_routing
         self._vnodes = config.crawl.vnodes
+        self._max_pages = config.crawl.max_pages
         self._connect_to = config.fetch.connect_to_rules
         self._dns_timeout = config.fetch.connect_timeout_seconds
 
@@ -93,6 +96,16 @@ class CrawlDbFunction(KeyedProcessFunction):
         # The earliest timer this attempt registered for each partition, until it fires.
         self._timers: dict[int, int] = {}
         self._status = StageStatus(layout.status, "crawldb", subtask.index, subtask.attempt)
+        self._cutoff = None
+        self._waiting_directory = layout.status / "ranks"
+        if self._max_pages and self._priority.enabled and self._priority.budget_cutoff:
+            budget = PageBudget(layout.budget, self._max_pages)
+            status_directory = layout.status
+            self._cutoff = BudgetCutoff(
+                self._max_pages, self._priority.budget_cutoff, self._waiting_directory,
+                budget.claimed,
+                lambda: frontier_size(read_statuses(status_directory)),
+            )
         self._status.gauge_functions["known"] = lambda: sum(
             p.known for p in list(self._partitions.values())
         )
@@ -101,6 +114,9 @@ class CrawlDbFunction(KeyedProcessFunction):
         )
         self._status.gauge_functions["pending"] = lambda: sum(
             p.pending for p in list(self._partitions.values())
+        )
+        self._status.gauge_functions["below_cutoff"] = lambda: sum(
+            p.below_cutoff for p in list(self._partitions.values())
         )
         for reason in ("budget:domain", "budget:shape", "budget:importance"):
             self._status.gauge_functions[f"deferred.{reason}"] = (
@@ -166,7 +182,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         if due is None:
             # Nothing to merge or release: idle now. The metrics show the final figures (the
             # next count, which would push them, may not come), queues as they are now.
-            self._status.flush(current=("known", "buffered", "pending", "archived",
+            self._status.flush(current=("known", "buffered", "pending", "archived", "below_cutoff",
                                         "deferred.budget:domain", "deferred.budget:shape",
                                         "deferred.budget:importance"))
             return
@@ -191,6 +207,11 @@ class CrawlDbFunction(KeyedProcessFunction):
                 priority=self._priority,
                 recrawl=self._recrawl,
                 deletions_paused=lambda: deletions_paused(self._pins),
+                cutoff=self._cutoff.value if self._cutoff is not None else None,
+                publish_waiting=(
+                    (lambda counts, key=key: write_waiting(self._waiting_directory, key, counts))
+                    if self._cutoff is not None else None
+                ),
             )
             self._partitions[key] = partition
             self._status.count("journal.unreadable", partition.unreadable_journal_entries)
@@ -210,6 +231,9 @@ class CrawlDbFunction(KeyedProcessFunction):
     def _emit(self, answer: Answer, began: float) -> list[tuple[str, str]]:
         for name, amount in answer.counts.items():
             self._status.count(name, amount)
+        if self._cutoff is not None:
+            self._cutoff.released(answer.counts.get("urls.released", 0)
+                                  - answer.counts.get("urls.released.revisits", 0))
         requests = answer.requests
         if requests and self._router.mode != "host":
             keys = self._router.keys(

@@ -118,6 +118,7 @@ class Budgets:
         self.section = section
         #: New URLs ranked below this are held back (the crawl DB sets it: budget:importance).
         self.min_rank = float("-inf")
+        self.rank_edges = None
         self.domains = section.domain_base_urls > 0
         self.shapes = section.shape_base_urls > 0
 

@@ -69,6 +69,7 @@ DRUM of that checkpoint; files are deleted only when no retained checkpoint can 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -78,6 +79,7 @@ import numpy as np
 
 from crawl.config import CrawlDbSection, PrioritySection, RecrawlSection
 from crawl.crawldb.budgets import Budgets, shape_key
+from crawl.crawldb.cutoff import RANK_EDGES
 from crawl.crawldb.recrawl import RecrawlSchedule, Revisit, states_of_records, store_states
 from crawl.fetch_requests import QueueEntry, encode_batch
 from crawl.loop.records import (
@@ -145,6 +147,14 @@ def _seconds_of(
         return [0] * (len(found) + rescores)
     seconds = dict(pairs)
     return [min(seconds.get(url, 0), 0xFFFFFFFF) for url, _, _ in found] + [0] * rescores
+
+
+def waiting_counts(due_counts: np.ndarray, selected_ranks: np.ndarray) -> np.ndarray:
+    """The new URLs still waiting after a release, by rank bucket of
+    :data:`crawl.crawldb.cutoff.RANK_EDGES`: those due (``due_counts``) but the selected."""
+    selected = np.bincount(np.searchsorted(RANK_EDGES, selected_ranks, side="right"),
+                           minlength=len(due_counts))
+    return np.maximum(due_counts - selected[:len(due_counts)], 0)
 
 
 def partition_of(vnode: int, partitions: int) -> int:
@@ -290,8 +300,18 @@ class CrawlDbPartition:
         recrawl: RecrawlSection | None = None,
         deletions_paused: Callable[[], bool] = lambda: False,
         timer: Callable[[], float] = time.perf_counter,
+        cutoff: Callable[[], float] | None = None,
+        publish_waiting: Callable[[np.ndarray], None] | None = None,
     ) -> None:
         self.directory = directory
+        # The budget cutoff (crawl/crawldb/cutoff.py): the rank a new URL needs to go now,
+        # and where this partition's waiting URLs are told, by rank bucket.
+        self._cutoff = cutoff
+        self._publish_waiting = publish_waiting
+        # The best rank of the URLs the cutoff held back at the last release (-inf: none).
+        self._below_cutoff_best = -math.inf
+        self._below_cutoff = 0
+        self._cutoff_binding = False
         # While a savepoint's files are being kept, replaced files wait for a later merge.
         self._deletions_paused = deletions_paused
         # Times a release's pass over the DRUM (seconds; a test's clock makes it repeatable).
@@ -386,6 +406,12 @@ class CrawlDbPartition:
         return dict(self._deferred)
 
     @property
+    def below_cutoff(self) -> int:
+        """Of :attr:`pending`, the URLs the budget cutoff held back at the last release: they go
+        when better URLs are gone (crawl/crawldb/cutoff.py)."""
+        return self._below_cutoff
+
+    @property
     def drum(self) -> Drum:
         return self._drum
 
@@ -393,16 +419,23 @@ class CrawlDbPartition:
         """When this partition should release URLs even if no operation comes, or None: when
         operations came since the last release (new URLs, or outcomes that free a host's
         window), or the last release was cut at ``release_batch``, or when a URL comes due
-        (a revisit). URLs left because their hosts' windows are full wait for outcomes.
+        (a revisit), or when the budget cutoff fell to a URL it held back (looked at each
+        ``release_seconds``). URLs left because their hosts' windows are full wait for
+        outcomes.
         """
         if not self._releasing:
             return None
         earliest = self._last_release_ms + self._release_interval_ms
         if self._release_again or self._ops_since_release:
             return max(now_ms, earliest)
+        wake = []
         if self._next_due_ms is not None:
-            return max(now_ms, earliest, self._next_due_ms)
-        return None
+            wake.append(max(now_ms, earliest, self._next_due_ms))
+        if self._below_cutoff and self._cutoff is not None:
+            if self._cutoff() <= self._below_cutoff_best:
+                return max(now_ms, earliest)
+            wake.append(max(now_ms + self._release_ms, earliest))
+        return min(wake) if wake else None
 
     # ------------------------------------------------------------------ operations
 
@@ -458,8 +491,12 @@ class CrawlDbPartition:
             limits = None
             if release and self._budgets is not None:
                 limits = self._budgets
-                limits.min_rank = (self._defer_below * self._level
-                                   if self._defer_below and self._level else float("-inf"))
+                deferral = (self._defer_below * self._level
+                            if self._defer_below and self._level else -math.inf)
+                cutoff = self._cutoff() if self._cutoff is not None else -math.inf
+                self._cutoff_binding = cutoff > deferral
+                limits.min_rank = max(deferral, cutoff)
+                limits.rank_edges = RANK_EDGES if self._publish_waiting is not None else None
             result = self._drum.merge(now_ms=now_ms, select=release, limits=limits,
                                       max_urls=self._release_batch() if release else None)
             results.append(result)
@@ -691,10 +728,14 @@ class CrawlDbPartition:
                 self._last_release_ms = now_ms
                 self._ops_since_release = 0
                 # Deferred URLs wait for their budget to grow: they do not keep the crawl busy.
+                # URLs below the budget cutoff wait for better ones to go: they are pending.
+                below_cutoff = due.held_by_rank if self._cutoff_binding else 0
                 self._deferred = {"budget:domain": due.held_by_group,
                                   "budget:shape": due.held_by_shape,
-                                  "budget:importance": due.held_by_rank}
+                                  "budget:importance": due.held_by_rank - below_cutoff}
                 self._pending = due.remaining - sum(self._deferred.values())
+                self._below_cutoff = below_cutoff
+                self._below_cutoff_best = due.held_best_rank if below_cutoff else -math.inf
                 self._release_again = due.full and self._pending > 0
                 self._next_due_ms = result.due.next_due_ms
                 answer.count("releases")
@@ -704,6 +745,9 @@ class CrawlDbPartition:
                 if self._budgets is not None:
                     new = values["status"] == DrumStatus.UNFETCHED
                     self._budgets.released(values["host"][new], values["shape"][new])
+                    if due.new_rank_counts is not None and self._publish_waiting is not None:
+                        self._publish_waiting(waiting_counts(
+                            due.new_rank_counts, rank(values["score"][new].astype(np.float64))))
                 early = announced(values) & (values["next_fetch_ms"] > now_ms)
                 answer.count("urls.released.announced", int(np.count_nonzero(early)))
                 ranks = rank(values["score"].astype(np.float64))
