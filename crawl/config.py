@@ -407,6 +407,11 @@ class ScopeSection:
     max_segment_repeats: int = 3
     max_query_params: int = 32
     path_ascending: bool = False
+    #: Which URLs the policy refuses get a line in the crawl log (status REJECTED, with the
+    #: reason and the discovery path): "traps" (the trap rules, and URLs too deep or too
+    #: long: what the limits cost the crawl), "all" (every refusal: a crawl kept to its hosts
+    #: then logs every link off them) or "none" (counted only, as every refusal is).
+    log_refusals: str = "traps"
 
     def _validate(self) -> None:
         _check(self, "scope", "follow", lambda v: v in FOLLOW_MODES,
@@ -427,6 +432,8 @@ class ScopeSection:
                "an integer from 16 to 2048")
         for key in ("max_depth", "max_path_segments", "max_segment_repeats", "max_query_params"):
             _check(self, "scope", key, lambda v: v >= 0, "an integer >= 0 (0: no limit)")
+        _check(self, "scope", "log_refusals", lambda v: v in ("traps", "all", "none"),
+               "one of traps, all, none")
 
 
 #: The link kinds ``parse.follow`` may name, in the link table's order (crawl/content/links.py).

@@ -405,8 +405,9 @@ class PageProcessor:
     def _admitted(self, found: list[FoundUrl], amounts: list[float]
                   ) -> tuple[list[FoundUrl], list[float]]:
         """The URLs the policy lets into the crawl with their cash; the others are counted by
-        reason (their cash leaves the flow)."""
-        check = self._policy.check
+        reason (their cash leaves the flow), and logged as the policy says."""
+        policy = self._policy
+        check = policy.check
         admitted, kept = [], []
         for item, amount in zip(found, amounts, strict=True):
             reason = check(*item)
@@ -415,6 +416,8 @@ class PageProcessor:
                 kept.append(amount)
             else:
                 self._status.count(f"links.rejected.{reason}")
+                if policy.logs(reason):
+                    self._log.log_refusal(*item, reason)
         return admitted, kept
 
     def _robots_sitemaps(self, result: FetchResult) -> list[FoundUrl]:

@@ -159,6 +159,11 @@ class CrawlLogWriter:
         self.write_line(format_result_line(result, timestamp_ms=timestamp_ms,
                                            payload_digest=payload_digest))
 
+    def log_refusal(self, url: str, hops: str, via: str, reason: str) -> None:
+        """Append the line of a URL the crawl refused to enter (REJECTED, dated now)."""
+        self.write_line(format_line(timestamp_ms=self._clock(), status=Status.REJECTED, url=url,
+                                    hops=hops, via=via, reason=reason))
+
     def write_line(self, line: str) -> None:
         """Append one already formatted line. Raises ValueError after :meth:`close`."""
         with self._lock:

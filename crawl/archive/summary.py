@@ -1,7 +1,9 @@
 """The end-of-crawl summary, computed from the crawl logs (the record of what happened).
 
-Pages are counted by status (robots.txt fetches apart), with bytes, distinct hosts, robots
-denials and the fetch rate over the crawl's fetching window (first to last fetch). Links the
+Pages are counted by status (robots.txt fetches apart) and by the way they were found (the
+last hop: a seed, a link, an embed, a redirect, a sitemap or a sitemap's entry, a directory
+inferred), with bytes, distinct hosts, robots denials and the fetch rate over the crawl's
+fetching window (first to last fetch). Links the
 crawl turned away (bad URLs, the URL policy) are counted by reason from the stages' figures.
 """
 
@@ -14,12 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from crawl.archive.crawl_log import parse_line
-from crawl.hops import is_prerequisite
+from crawl.hops import EMBED, INFERRED, LINK, REDIRECT, SITEMAP, SITEMAP_LISTED, is_prerequisite
 from crawl.urls.normalize import host_of
 
 __all__ = ["CrawlSummary", "summarise_crawl_logs"]
 
 _NOT_FETCHED = frozenset({"ROBOTS_DENIED", "REJECTED"})
+
+#: How a page was found, by its last hop.
+_WAYS = {"": "seed", LINK: "link", EMBED: "embed", REDIRECT: "redirect", SITEMAP: "sitemap",
+         SITEMAP_LISTED: "sitemap entry", INFERRED: "inferred directory"}
+
+
+def way_found(hops: str) -> str:
+    """How a URL reached by ``hops`` was found (its last hop), in words."""
+    return _WAYS.get(hops[-1:], hops[-1:])
 
 
 @dataclasses.dataclass
@@ -27,6 +38,8 @@ class CrawlSummary:
     """What a crawl did."""
 
     pages_by_status: Counter[str] = dataclasses.field(default_factory=Counter)
+    #: Page fetches by the way their URL was found (:func:`way_found`).
+    pages_by_way: Counter[str] = dataclasses.field(default_factory=Counter)
     reasons: Counter[str] = dataclasses.field(default_factory=Counter)
     robots_fetches: int = 0
     bytes: int = 0
@@ -83,6 +96,7 @@ class CrawlSummary:
     def to_dict(self) -> dict[str, Any]:
         data = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         data["pages_by_status"] = dict(self.pages_by_status)
+        data["pages_by_way"] = dict(self.pages_by_way)
         data["reasons"] = dict(self.reasons)
         data["links_rejected"] = dict(self.links_rejected)
         data["urls_deferred"] = dict(self.urls_deferred)
@@ -102,6 +116,10 @@ class CrawlSummary:
         ]
         for status, count in sorted(self.pages_by_status.items()):
             lines.append(f"    {status:<15} {count}")
+        if self.pages_by_way:
+            lines.append("  pages found by")
+            for way, count in sorted(self.pages_by_way.items(), key=lambda kv: (-kv[1], kv[0])):
+                lines.append(f"    {way:<15} {count}")
         lines += [
             f"  robots denials  {self.robots_denials}",
             f"  robots.txt      {self.robots_fetches} fetches",
@@ -163,6 +181,7 @@ def summarise_crawl_logs(paths: Iterable[str | Path], since_ms: int = 0) -> Craw
                     summary.reasons[entry["reason"]] += 1
                 if status in _NOT_FETCHED:
                     continue
+                summary.pages_by_way[way_found(entry.get("hops", ""))] += 1
                 summary.bytes += size
                 timestamp = entry["timestamp_ms"]
                 if timestamp >= since_ms:

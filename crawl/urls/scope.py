@@ -88,6 +88,13 @@ class UrlPolicy:
             "." + ext.lower().lstrip(".") for ext in section.skip_extensions if ext.strip(".")
         )
         self._listed = tuple(d.lower().strip(".") for d in section.domains if d.strip("."))
+        self._log_refusals = section.log_refusals
+
+    def logs(self, reason: str) -> bool:
+        """Whether a refusal for ``reason`` gets a crawl log line (``scope.log_refusals``)."""
+        if self._log_refusals == "traps":
+            return reason.startswith("trap:") or reason in ("scope:too-deep", "scope:too-long")
+        return self._log_refusals == "all"
 
     def check(self, url: str, hops: str = "", via: str = "") -> str | None:
         """The reason ``url`` is rejected, or None when it may enter the crawl. ``hops`` is

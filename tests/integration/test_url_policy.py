@@ -78,3 +78,8 @@ def test_each_page_once_in_one_spelling_traps_bounded_and_the_farm_held_to_its_b
         reason: int(crawldb["gauges"][f"deferred.{reason}"])
         for reason in ("budget:domain", "budget:shape", "budget:importance")}
     assert summary["links_rejected"].get("trap:repeated-segment", 0) > 0
+    # The trap's refusals are in the crawl log too, each with its reason (at most once per
+    # link found: the cache of recent URLs drops repeats before the policy sees them).
+    logged = summary["reasons"].get("trap:repeated-segment", 0)
+    assert 0 < logged <= summary["links_rejected"]["trap:repeated-segment"]
+    assert summary["pages_by_status"]["REJECTED"] >= logged

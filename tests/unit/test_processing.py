@@ -207,6 +207,40 @@ def test_the_url_policy_turns_links_away_and_counts_why(tmp_path: Path) -> None:
     status.close()
 
 
+def test_refusals_by_the_trap_rules_are_logged_with_their_reason_and_path(
+    tmp_path: Path,
+) -> None:
+    for log_refusals, logged in (("traps", {"http://a.test/x/x/x/x/p": "trap:repeated-segment"}),
+                                 ("all", {"http://a.test/x/x/x/x/p": "trap:repeated-segment",
+                                          "http://b.test/": "scope:external-host"}),
+                                 ("none", {})):
+        folder = tmp_path / log_refusals
+        warc = WarcFileWriter(folder / "warc", "test", 0)
+        log = CrawlLogWriter(folder / "crawl.log", background_flush=False)
+        status = StageStatus(folder / "status", "process", 0, interval=60)
+        policy = UrlPolicy(ScopeSection(follow="host", max_segment_repeats=3,
+                                        log_refusals=log_refusals))
+        page_processor = PageProcessor(warc, log, VNODES, status, producer_id="0.t",
+                                       policy=policy)
+        result = FetchResult(
+            url=PAGE, status=Status.FETCHED, reason="", http_status=200,
+            response_headers=[("Content-Type", "text/html")], started_ms=1, hops="L",
+            via="http://a.test/",
+            body=b'<a href="/x/x/x/x/p">trap</a><a href="http://b.test/">off</a>'
+                 b'<a href="/fine">ok</a>',
+        )
+        page_processor.process(result)
+        log.close()
+        lines = [parse_line(line) for line in (folder / "crawl.log").read_text().splitlines()]
+        refused = {line["url"]: line for line in lines if line["status"] is Status.REJECTED}
+        assert {url: line["reason"] for url, line in refused.items()} == logged
+        for line in refused.values():
+            assert (line["hops"], line["via"], line["code"]) == ("LL", PAGE, -5000)
+        assert status.counters["links.rejected.trap:repeated-segment"] == 1
+        warc.close()
+        status.close()
+
+
 def test_path_ascending_sends_the_directories_above_a_page_that_answered(
     make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
 ) -> None:

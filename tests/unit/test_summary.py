@@ -44,7 +44,9 @@ LOG_1 = [
     _line(700, Status.ROBOTS_DENIED, "http://c.example/", reason="robots:unavailable:http:503"),
     _line(800, Status.ROBOTS_DENIED, "http://c.example/a", reason="robots:unavailable:http:503"),
     _line(2100, Status.FETCH_ERROR, "http://d.example/", 0, None, "L", "timeout:read"),
-    _line(2000, Status.FETCHED, "http://a.example/y", 200, 3000, "L", "http:200"),
+    _line(2000, Status.FETCHED, "http://a.example/y", 200, 3000, "LM", "http:200"),
+    _line(2050, Status.REJECTED, "http://a.example/a/a/a/a/", hops="LLLL",
+          reason="trap:repeated-segment"),
     _line(1000, Status.FETCHED, "http://a.example/z", 200, 5, "L", "http:200")[:-20],
     _line(1000, Status.FETCHED, "http://a.example/z", 200, 5, "L", "http:200").replace(
         "FETCHED", "SLURPED"),
@@ -65,8 +67,16 @@ def summary(tmp_path: Path) -> CrawlSummary:
 def test_pages_by_status(summary: CrawlSummary) -> None:
     assert summary.pages_by_status == {
         "FETCHED": 4, "REDIRECT": 1, "HTTP_ERROR": 1, "ROBOTS_DENIED": 3, "FETCH_ERROR": 1,
+        "REJECTED": 1,
     }
     assert summary.pages == 7
+
+
+def test_pages_by_the_way_they_were_found(summary: CrawlSummary) -> None:
+    # Fetches only: robots.txt, its denials and refusals fetch nothing.
+    assert summary.pages_by_way == {"seed": 1, "link": 5, "sitemap entry": 1}
+    assert "pages found by" in summary.render()
+    assert "    sitemap entry   1" in summary.render()
     assert summary.robots_denials == 3
 
 
@@ -78,7 +88,7 @@ def test_robots_fetches_are_counted_apart(summary: CrawlSummary) -> None:
 def test_reasons(summary: CrawlSummary) -> None:
     assert summary.reasons == {
         "http:200": 4, "http:301": 1, "http:404": 1, "robots:disallow": 1,
-        "robots:unavailable:http:503": 2, "timeout:read": 1,
+        "robots:unavailable:http:503": 2, "timeout:read": 1, "trap:repeated-segment": 1,
     }
 
 
