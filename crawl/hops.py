@@ -18,6 +18,7 @@ __all__ = [
     "is_prerequisite",
     "is_sitemap_hops",
     "sitemap_level",
+    "way_found",
 ]
 
 #: A navigation link (``<a href>``, ``<area>``, ``<link>``, a ``Link:`` header).
@@ -50,3 +51,14 @@ def is_sitemap_hops(hops: str) -> bool:
 def sitemap_level(hops: str) -> int:
     """How many sitemap documents deep ``hops`` is below robots.txt (1: named by it)."""
     return hops.count(SITEMAP)
+
+
+#: How a URL was found, by its last hop, in words.
+_WAYS = {"": "seed", LINK: "link", EMBED: "embed", REDIRECT: "redirect", SITEMAP: "sitemap",
+         SITEMAP_LISTED: "sitemap entry", INFERRED: "inferred directory"}
+
+
+def way_found(hops: str) -> str:
+    """How a URL reached by ``hops`` was found (its last hop), in words: ``seed``, ``link``,
+    ``embed``, ``redirect``, ``sitemap``, ``sitemap entry`` or ``inferred directory``."""
+    return _WAYS.get(hops[-1:], hops[-1:])

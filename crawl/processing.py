@@ -69,6 +69,7 @@ from crawl.hops import (
     is_prerequisite,
     is_sitemap_hops,
     sitemap_level,
+    way_found,
 )
 from crawl.http.fetcher import NOT_MODIFIED
 from crawl.loop.records import DoneEvent, FoundUrl, encode_line, url_vnode
@@ -297,6 +298,8 @@ class PageProcessor:
             status.count(f"robots.{result.status.value}")
             return self._route(found, None, "", 0.0)
         status.count(f"pages.{result.status.value}")
+        if result.status is not Status.ROBOTS_DENIED:
+            status.count(f"found_by.{way_found(result.hops)}")
         # A continuous crawl's two rates: first fetches (discovery) and refetches (refresh).
         status.count("fetches.refresh" if is_refetch(result.recrawl) else "fetches.discovery")
         # A page that is a byte-for-byte copy of another URL's says so in its outcome: the crawl

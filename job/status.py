@@ -242,7 +242,8 @@ def render_figures(view: CrawlView, uptime_seconds: float | None) -> list[str]:
     lines = [
         f"pages        {pages}{rate}, {_size(view.get('process.bytes'))}",
         f"queued URLs  {int(view.get('fetch.queued'))} in the fetch queues, "
-        f"{int(view.get('crawldb.pending'))} waiting in the crawl DB, "
+        f"{int(view.get('crawldb.pending'))} waiting in the crawl DB "
+        f"({int(view.get('crawldb.below_cutoff'))} below the budget cutoff), "
         f"{int(view.get('crawldb.buffered'))} in its buffers; "
         f"{int(view.get('fetch.in_flight'))} fetches in flight",
         f"hosts        {int(view.get('fetch.hosts_active'))} active, "
@@ -253,6 +254,7 @@ def render_figures(view: CrawlView, uptime_seconds: float | None) -> list[str]:
         f"{int(view.get('crawldb.releases'))} releases "
         f"({int(view.get('crawldb.releases.from_window'))} from the due window)",
         f"outcomes     {_top(view.family('process', 'pages'))}",
+        f"found by     {_top(view.family('process', 'found_by'))}",
         f"errors       {_top(view.family('fetch', 'errors'))} (fetch attempts, robots.txt too)",
         f"rejected     links: {_top(view.family('process', 'links' + view.sep + 'rejected'), 5)}"
         f"; deferred URLs: {_top(view.family('crawldb', 'deferred'), 5)}",

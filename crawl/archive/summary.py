@@ -16,21 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from crawl.archive.crawl_log import parse_line
-from crawl.hops import EMBED, INFERRED, LINK, REDIRECT, SITEMAP, SITEMAP_LISTED, is_prerequisite
+from crawl.hops import is_prerequisite, way_found
 from crawl.urls.normalize import host_of
 
 __all__ = ["CrawlSummary", "summarise_crawl_logs"]
 
 _NOT_FETCHED = frozenset({"ROBOTS_DENIED", "REJECTED"})
-
-#: How a page was found, by its last hop.
-_WAYS = {"": "seed", LINK: "link", EMBED: "embed", REDIRECT: "redirect", SITEMAP: "sitemap",
-         SITEMAP_LISTED: "sitemap entry", INFERRED: "inferred directory"}
-
-
-def way_found(hops: str) -> str:
-    """How a URL reached by ``hops`` was found (its last hop), in words."""
-    return _WAYS.get(hops[-1:], hops[-1:])
 
 
 @dataclasses.dataclass

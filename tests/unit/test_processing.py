@@ -237,6 +237,7 @@ def test_refusals_by_the_trap_rules_are_logged_with_their_reason_and_path(
         for line in refused.values():
             assert (line["hops"], line["via"], line["code"]) == ("LL", PAGE, -5000)
         assert status.counters["links.rejected.trap:repeated-segment"] == 1
+        assert status.counters["found_by.link"] == 1  # the page itself, found by a link
         warc.close()
         status.close()
 

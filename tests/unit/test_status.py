@@ -31,7 +31,10 @@ METRICS = {
     "process.crawler.process.pages_HTTP_ERROR": [1.0, 2.0],
     "process.crawler.process.pages_ROBOTS_DENIED": [5.0, 0.0],
     "process.crawler.process.bytes": [2048.0, 2048.0],
+    "process.crawler.process.found_by_link": [15.0, 20.0],
+    "process.crawler.process.found_by_sitemap_entry": [0.0, 3.0],
     "crawl-db.crawler.crawldb.pending": [7.0, 0.0],
+    "crawl-db.crawler.crawldb.below_cutoff": [4.0, 0.0],
     "numRecordsIn": [1.0, 1.0],
 }
 
@@ -122,7 +125,8 @@ def test_status_from_rest_only(flink: str, capsys: pytest.CaptureFixture[str]) -
     assert "checkpoints  9 completed, 1 failed; last checkpoint #9" in text
     assert "4.0 KiB (8.0 KiB of state), 35 ms" in text
     assert "pages        45 (2.2/s since the job started), 4.0 KiB" in text
-    assert "7 in the fetch queues, 7 waiting in the crawl DB" in text
+    assert "7 in the fetch queues, 7 waiting in the crawl DB (4 below the budget cutoff)" in text
+    assert "found by     link 35, sitemap_entry 3" in text
     assert "errors       timeout_read 2" in text
     assert "median 55 ms, p95 120 ms" in text
     assert f"(figures from Flink metrics at {flink})" in text
@@ -132,6 +136,7 @@ def test_status_of_a_local_run_reads_its_files(flink: str, tmp_path: Path) -> No
     (tmp_path / "job.json").write_text(json.dumps({"job_id": JOB, "rest": flink}))
     status = StageStatus(tmp_path / "status", "process", 0)
     status.count("pages.FETCHED", 3)
+    status.count("found_by.sitemap entry", 3)
     status.close()
     fetch = StageStatus(tmp_path / "status", "fetch", 0)
     fetch.count("errors.timeout:read")
@@ -142,6 +147,7 @@ def test_status_of_a_local_run_reads_its_files(flink: str, tmp_path: Path) -> No
     assert f"job          {JOB}  pyflink-crawler  RUNNING" in text
     assert "pages        3 (0.1/s since the job started)" in text
     assert "errors       timeout:read 1" in text  # exact names from the files
+    assert "found by     sitemap entry 3" in text
     assert f"(figures from status files in {tmp_path / 'status'})" in text
 
 
