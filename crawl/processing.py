@@ -76,7 +76,13 @@ from crawl.loop.records import DoneEvent, FoundUrl, encode_line, url_vnode
 from crawl.model import FetchResult
 from crawl.progress import StageStatus
 from crawl.status import Status
-from crawl.urls.normalize import DEFAULT_NORMALIZER, UrlError, UrlNormalizer, parent_directories
+from crawl.urls.normalize import (
+    DEFAULT_NORMALIZER,
+    UrlError,
+    UrlNormalizer,
+    host_of,
+    parent_directories,
+)
 from crawl.urls.priority import CASH_DIGITS, CashLevel, link_cash
 from crawl.urls.scope import UrlPolicy, registered_domain
 
@@ -461,9 +467,9 @@ class PageProcessor:
             else:
                 found += self._resolved(result.url, document.sitemaps, result.hops + SITEMAP, None)
         if document.urls:
-            hosts = {_host(result.url)}
+            hosts = {host_of(result.url)}
             if result.hops == SITEMAP:  # named by a robots.txt (its via): that host too
-                hosts.add(_host(result.via))
+                hosts.add(host_of(result.via))
             found += self._resolved(result.url, document.urls, result.hops + SITEMAP_LISTED, hosts)
             if self._recrawl:
                 self._hints, self._lastmods = _sitemap_schedule(
@@ -481,7 +487,7 @@ class PageProcessor:
             except UrlError as error:
                 self._status.count(f"links.rejected.{error.reason}")
                 continue
-            if hosts is not None and _host(url) not in hosts:
+            if hosts is not None and host_of(url) not in hosts:
                 self._status.count("links.rejected.sitemap:cross-host")
                 continue
             found.append((url, hops, base))
@@ -638,11 +644,7 @@ def _revisit(result: FetchResult, digest: str, simhash: int | None = None) -> Re
 
 def _other_domains(url: str, found: list[FoundUrl]) -> list[tuple[str, str]]:
     """(``url``'s registered domain, another) for each other domain ``found`` leads to."""
-    own = registered_domain(_host(url))
+    own = registered_domain(host_of(url))
     return [(own, domain) for domain in sorted(
-        {registered_domain(_host(link)) for link, _, _ in found} - {own})]
+        {registered_domain(host_of(link)) for link, _, _ in found} - {own})]
 
-
-def _host(url: str) -> str:
-    """The host (with a non-default port) of a normalised URL."""
-    return url.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0]
