@@ -27,7 +27,12 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from synthweb import SyntheticWebServer, WebConfig, audit_log
-from tests.integration.crawl_runner import PROJECT_ROOT, run_crawl
+from tests.integration.crawl_runner import (
+    PROJECT_ROOT,
+    SHORT_BACKOFF,
+    crawl_environment,
+    run_crawl,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -104,12 +109,14 @@ def test_a_full_disk_stops_the_crawl_with_a_clear_error_and_resume_finishes_it(
         seeds_file = tmp_path / "seeds.txt"
         seeds_file.write_text("\n".join(seeds) + "\n", encoding="utf-8")
         command = [sys.executable, "-m", "job", "crawl", "--seeds", str(seeds_file),
-                   "--proxy", server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6"]
+                   "--proxy", server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6",
+                   *SHORT_BACKOFF]
 
         # A read-only file system: refused before anything starts.
         _remount(small_disk, "ro")
         refused = subprocess.run([*command, "--out", str(out_parent / "out")], cwd=PROJECT_ROOT,
-                                 capture_output=True, text=True, timeout=120, check=False)
+                                 capture_output=True, text=True, timeout=120, check=False,
+                                 env=crawl_environment())
         _remount(small_disk, "rw")
         assert refused.returncode == 1, refused.stderr[-2000:]
         assert "cannot write the output directory" in refused.stderr
@@ -122,6 +129,7 @@ def test_a_full_disk_stops_the_crawl_with_a_clear_error_and_resume_finishes_it(
             [*command, "--out", str(out), "--flink-conf", str(_flink_conf_with_few_restarts(
                 tmp_path))],
             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=crawl_environment(),
         )
         try:
             deadline = time.monotonic() + 120
@@ -150,7 +158,7 @@ def test_a_full_disk_stops_the_crawl_with_a_clear_error_and_resume_finishes_it(
         filler.unlink()
         resumed, summary = run_crawl(
             tmp_path, [], server.proxy_url, "--resume", "--delay", str(DELAY),
-            "--idle-seconds", "6", timeout=300, out=out,
+            "--idle-seconds", "6", *SHORT_BACKOFF, timeout=300, out=out,
         )
         records = sorted(server.request_log(), key=lambda r: r.start)
         expected = server.web.expected_crawl(seeds, TOKEN)

@@ -22,7 +22,7 @@ import pytest
 from crawl.savepoint_files import kept_files, savepoint_path
 from job.launcher import DEFAULT_FLINK_CONF
 from synthweb import SyntheticWebServer, audit_log
-from tests.integration.crawl_runner import PROJECT_ROOT, run_crawl, running_job
+from tests.integration.crawl_runner import PROJECT_ROOT, SHORT_BACKOFF, run_crawl, running_job
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +82,7 @@ def test_a_savepoint_taken_mid_crawl_restores_its_crawl_after_the_crawl_went_on(
     )
     assert "timeout: 10s" in flink_conf.read_text(encoding="utf-8")
     options = ["--delay", str(DELAY), "--idle-seconds", "6", "--flink-conf", str(flink_conf),
-               *TINY_DRUM]
+               *SHORT_BACKOFF, *TINY_DRUM]
     out = tmp_path / "out"
     seeds = web_server.web.seeds()
     taker = SavepointTaker(out, web_server)

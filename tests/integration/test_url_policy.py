@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from synthweb import SyntheticWebServer, WebConfig, audit_log, audit_policy
-from tests.integration.crawl_runner import run_crawl
+from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def test_each_page_once_in_one_spelling_traps_bounded_and_the_farm_held_to_its_b
     seeds = policy_web.web.seeds()
     process, summary = run_crawl(
         tmp_path, seeds, policy_web.proxy_url,
-        "--delay", str(DELAY), "--idle-seconds", "6",
+        "--delay", str(DELAY), "--idle-seconds", "6", *SHORT_BACKOFF,
         "--set", f"admission.shape_base_urls={SHAPE_BUDGET}",
         # (no growth: the bound below is exact; growth is the unit tests' and the benchmark's)
         "--set", "admission.shape_urls_per_good_page=0",
