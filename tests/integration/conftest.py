@@ -6,9 +6,11 @@ child process with its own JVM and MiniCluster), with the synthetic web as their
 Assertions use the web's ground truth, its own request log and the files the crawl wrote,
 never the crawler's figures.
 
-The tests that submit to a standalone cluster (``cluster``) share one, started once (about 10 s
-and two JVMs saved a test); they run last, so that the cluster is stopped as soon as they are
-done and does not sit beside the other tests.
+The tests whose crawls run ahead of them (``crawls_ahead``, :mod:`tests.integration.ahead`)
+run last, two crawls at a time; the tests that submit to a standalone cluster (``cluster``)
+run before them, while the first of those crawls run (the cluster's start starts them). The
+cluster tests share one cluster, started once (about 10 s and two JVMs saved a test). The
+other tests run first, alone.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from synthweb import SyntheticWebServer, WebConfig
+from tests.integration.ahead import CrawlsAhead
 from tests.integration.cluster_fixture import (
     SHARED_CLUSTER_SETTINGS,
     Cluster,
@@ -27,12 +30,39 @@ from tests.integration.cluster_fixture import (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests on the shared standalone cluster last (their order kept)."""
-    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
+    """The tests alone first, then those on the shared standalone cluster, then those whose
+    crawls run ahead (each group's order kept)."""
+
+    def group(item: pytest.Item) -> int:
+        if item.get_closest_marker("crawl_ahead") is not None:
+            return 2
+        return int("cluster" in getattr(item, "fixturenames", ()))
+
+    items.sort(key=group)
 
 
 @pytest.fixture(scope="session")
-def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def crawls_ahead(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CrawlsAhead]:
+    """The crawls of the selected tests marked ``crawl_ahead``, started in their order."""
+    names: list[str] = []
+    for item in request.session.items:
+        for marker in item.iter_markers("crawl_ahead"):
+            names += [name for name in marker.args if name not in names]
+    crawls = CrawlsAhead(names, tmp_path_factory.mktemp)
+    try:
+        yield crawls
+    finally:
+        crawls.close()
+
+
+@pytest.fixture(scope="session")
+def shared_cluster(
+    tmp_path_factory: pytest.TempPathFactory, crawls_ahead: CrawlsAhead
+) -> Iterator[Cluster]:
+    """The standalone cluster; the crawls that run ahead start first, beside the cluster
+    tests (``crawls_ahead``)."""
     with standalone_cluster(tmp_path_factory.mktemp("cluster"), SHARED_CLUSTER_SETTINGS) as up:
         yield up
 

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from synthweb.proctree import ProcessTreeMonitor, TreeUsage
@@ -43,38 +43,41 @@ def running_job(out: Path) -> dict | None:
     return None if record.get("finished") else record
 
 
-def crawl_environment() -> dict[str, str]:
-    """The environment a test's crawl runs in: this one, with :data:`SHORT_CRAWL_JVM_ARGS`
-    added, and without this interpreter's directory on ``PATH`` (as a user who runs
-    .venv/bin/python without activating the environment: the crawl must not depend on
-    finding its interpreter on ``PATH``)."""
+def crawl_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a test's crawl runs in: this one with ``extra`` and
+    :data:`SHORT_CRAWL_JVM_ARGS` added, and without this interpreter's directory on ``PATH``
+    (as a user who runs .venv/bin/python without activating the environment: the crawl must
+    not depend on finding its interpreter on ``PATH``)."""
     interpreter_dir = os.path.dirname(sys.executable)
     path = os.pathsep.join(
         part for part in os.environ.get("PATH", "").split(os.pathsep) if part != interpreter_dir
     )
     jvm_args = " ".join(filter(None, [os.environ.get("JVM_ARGS", ""), SHORT_CRAWL_JVM_ARGS]))
-    return {**os.environ, "PATH": path, "JVM_ARGS": jvm_args}
+    return {**os.environ, **(extra or {}), "PATH": path, "JVM_ARGS": jvm_args}
 
 
 def run_crawl(
     tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
     out: Path | None = None, watch: Callable[[], None] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     """Run ``python -m job crawl`` and return the process and its summary.json."""
     process, summary, _ = run_crawl_measured(tmp_path, seeds, proxy, *options, timeout=timeout,
-                                             out=out, watch=watch)
+                                             out=out, watch=watch, env=env)
     return process, summary
 
 
 def run_crawl_measured(
     tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
     out: Path | None = None, watch: Callable[[], None] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], dict, TreeUsage]:
     """:func:`run_crawl`, and what the crawl's processes used (CPU, peak resident memory).
 
     ``proxy`` None: no ``--proxy`` (the options then say how hosts are reached); ``out`` the
     output directory (``tmp_path / "out"`` by default); ``watch`` is called every
-    :data:`WATCH_INTERVAL` seconds while the crawl runs (to look at it from outside)."""
+    :data:`WATCH_INTERVAL` seconds while the crawl runs (to look at it from outside); ``env``
+    variables set for the crawl."""
     out = out or tmp_path / "out"
     command = [sys.executable, "-m", "job", "crawl", "--out", str(out)]
     if proxy is not None:
@@ -86,7 +89,7 @@ def run_crawl_measured(
     command += options
     child = subprocess.Popen(
         command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=crawl_environment(),
+        env=crawl_environment(env),
     )
     monitor = ProcessTreeMonitor(child.pid)
     deadline = time.monotonic() + timeout

@@ -15,6 +15,7 @@ checkpoint.
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import os
 import subprocess
@@ -27,6 +28,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from synthweb import SyntheticWebServer, WebConfig, audit_log
+from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import (
     PROJECT_ROOT,
     SHORT_BACKOFF,
@@ -41,8 +43,8 @@ TOKEN = "pyflink-crawler"
 WEB = WebConfig(seed=7, hosts=12)
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
+@contextlib.contextmanager
+def _small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 MiB tmpfs mounted for the test."""
     mount_point = tmp_path / "disk"
     mount_point.mkdir()
@@ -100,9 +102,22 @@ def _warc_captures(out: Path) -> list[str]:
     return captures
 
 
+@pytest.mark.crawl_ahead("full disk")
 def test_a_full_disk_stops_the_crawl_with_a_clear_error_and_resume_finishes_it(
-    tmp_path: Path, small_disk: Path
+    crawls_ahead: CrawlsAhead,
 ) -> None:
+    """The whole scenario runs ahead, its assertions with it (each step judges the one
+    before, on a disk mounted for it alone): its outcome is raised here."""
+    crawls_ahead.result("full disk")
+
+
+@crawl_ahead("full disk")
+def _full_disk_scenario(tmp_path: Path) -> None:
+    with _small_disk(tmp_path) as small_disk:
+        _fill_the_disk_mid_crawl_then_resume(tmp_path, small_disk)
+
+
+def _fill_the_disk_mid_crawl_then_resume(tmp_path: Path, small_disk: Path) -> None:
     out_parent = small_disk / "crawls"
     with SyntheticWebServer(WEB, tmp_path / "requests.jsonl") as server:
         seeds = server.web.seeds()

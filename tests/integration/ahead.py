@@ -1,0 +1,67 @@
+"""Crawls run ahead of the tests that judge them, two at a time.
+
+Most of an end-to-end test's time is its crawl, and most of a crawl is waiting: for its
+MiniCluster to start, for the politeness delays, for the crawl to fall idle; a crawl of these
+tests takes about half a core on average. So the crawls of the tests that only judge what a
+crawl left behind are run side by side, ahead of the tests: such a test's module registers the
+crawl with :func:`crawl_ahead` (a function of a fresh directory that returns what the test
+judges, or raises), and the test is marked ``@pytest.mark.crawl_ahead("name")`` and asks
+``crawls_ahead.result("name")``. The first time a test asks for ``crawls_ahead``
+(``conftest``), the crawls of every selected test so marked start, in the tests' order,
+:data:`WORKERS` at a time; each test waits for its own, and judges it while the next ones run.
+A crawl's failure is its test's: ``result`` raises what the crawl raised (``pytest.skip``
+included).
+
+Each crawl keeps to itself (its own synthetic web on its own port, its own output directory,
+its own MiniCluster on free ports), so side by side they judge nothing of each other; what
+they do share is the machine, which the tests must stand anyway (they hold on a loaded one).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+#: Crawls run at once (the machine has two cores, and a crawl of these tests takes half of one).
+WORKERS = 2
+
+#: Name -> the crawl: a function of the directory it may fill.
+_CRAWLS: dict[str, Callable[[Path], Any]] = {}
+
+
+def crawl_ahead(name: str) -> Callable[[Callable[[Path], Any]], Callable[[Path], Any]]:
+    """Register the decorated function as the crawl ``name`` (a module's import does it)."""
+
+    def register(crawl: Callable[[Path], Any]) -> Callable[[Path], Any]:
+        if name in _CRAWLS and _CRAWLS[name] is not crawl:
+            raise ValueError(f"two crawls named {name}")
+        _CRAWLS[name] = crawl
+        return crawl
+
+    return register
+
+
+class CrawlsAhead:
+    """The registered crawls ``names`` (in that order), started on :data:`WORKERS` threads,
+    each in the directory ``directory_for(name)`` gives."""
+
+    def __init__(self, names: Iterable[str], directory_for: Callable[[str], Path]) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, "crawl-ahead")
+        self._futures: dict[str, concurrent.futures.Future[Any]] = {}
+        for name in names:
+            if name not in _CRAWLS:
+                raise KeyError(f"no crawl registered as {name}")
+            self._futures[name] = self._pool.submit(_CRAWLS[name], directory_for(name))
+
+    def result(self, name: str) -> Any:
+        """What the crawl ``name`` returned, once it is done (what it raised, raised)."""
+        if name not in self._futures:
+            raise KeyError(f"the crawl {name} was not started: is its test marked "
+                           f"crawl_ahead({name!r})?")
+        return self._futures[name].result()
+
+    def close(self) -> None:
+        """Drop the crawls not yet started, wait for those running."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
