@@ -7,10 +7,12 @@ crawl left behind are run side by side, ahead of the tests: such a test's module
 crawl with :func:`crawl_ahead` (a function of a fresh directory that returns what the test
 judges, or raises), and the test is marked ``@pytest.mark.crawl_ahead("name")`` and asks
 ``crawls_ahead.result("name")``. The first time a test asks for ``crawls_ahead``
-(``conftest``), the crawls of every selected test so marked start, in the tests' order,
-:data:`WORKERS` at a time; each test waits for its own, and judges it while the next ones run.
-A crawl's failure is its test's: ``result`` raises what the crawl raised (``pytest.skip``
-included).
+(``conftest``), the crawls of every selected test so marked start, the long ones first (so
+that the short ones fill in beside them), then in the tests' order, :data:`WORKERS` at a
+time; each test waits for its own, and judges it while the next ones run. A test that runs a
+crawl of its own beside them takes one of the :data:`WORKERS` places while it runs
+(:meth:`CrawlsAhead.place`), so that no more than that many crawls run at once. A crawl's
+failure is its test's: ``result`` raises what the crawl raised (``pytest.skip`` included).
 
 Each crawl keeps to itself (its own synthetic web on its own port, its own output directory,
 its own MiniCluster on free ports), so side by side they judge nothing of each other; what
@@ -20,7 +22,10 @@ they do share is the machine, which the tests must stand anyway (they hold on a 
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable, Iterable
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,31 +34,58 @@ WORKERS = 2
 
 #: Name -> the crawl: a function of the directory it may fill.
 _CRAWLS: dict[str, Callable[[Path], Any]] = {}
+#: The names of the long crawls (a minute or more), started first.
+_LONG: set[str] = set()
 
 
-def crawl_ahead(name: str) -> Callable[[Callable[[Path], Any]], Callable[[Path], Any]]:
-    """Register the decorated function as the crawl ``name`` (a module's import does it)."""
+def crawl_ahead(
+    name: str, long: bool = False
+) -> Callable[[Callable[[Path], Any]], Callable[[Path], Any]]:
+    """Register the decorated function as the crawl ``name`` (a module's import does it);
+    ``long`` for a crawl of a minute or more."""
 
     def register(crawl: Callable[[Path], Any]) -> Callable[[Path], Any]:
         if name in _CRAWLS and _CRAWLS[name] is not crawl:
             raise ValueError(f"two crawls named {name}")
         _CRAWLS[name] = crawl
+        if long:
+            _LONG.add(name)
         return crawl
 
     return register
 
 
+def directory_name(name: str) -> str:
+    """A directory name for the crawl ``name``: letters, digits, ``-`` and ``_`` only (the
+    tests' paths stay plain, as most users' are)."""
+    return re.sub(r"[^A-Za-z0-9_]+", "-", name).strip("-")
+
+
 class CrawlsAhead:
-    """The registered crawls ``names`` (in that order), started on :data:`WORKERS` threads,
-    each in the directory ``directory_for(name)`` gives."""
+    """The registered crawls ``names``, the long ones first, then in the order given, run on
+    :data:`WORKERS` threads, each in the directory ``directory_for(name)`` gives."""
 
     def __init__(self, names: Iterable[str], directory_for: Callable[[str], Path]) -> None:
-        self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, "crawl-ahead")
-        self._futures: dict[str, concurrent.futures.Future[Any]] = {}
+        names = list(names)
         for name in names:
             if name not in _CRAWLS:
                 raise KeyError(f"no crawl registered as {name}")
-            self._futures[name] = self._pool.submit(_CRAWLS[name], directory_for(name))
+        self._places = threading.Semaphore(WORKERS)
+        self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, "crawl-ahead")
+        self._futures: dict[str, concurrent.futures.Future[Any]] = {}
+        for name in sorted(names, key=lambda name: name not in _LONG):
+            self._futures[name] = self._pool.submit(self._run, name, directory_for(name))
+
+    def _run(self, name: str, directory: Path) -> Any:
+        with self._places:
+            return _CRAWLS[name](directory)
+
+    @contextmanager
+    def place(self) -> Iterator[None]:
+        """One of the places of the crawls, held for a crawl run outside them (waits for one
+        to be free)."""
+        with self._places:
+            yield
 
     def result(self, name: str) -> Any:
         """What the crawl ``name`` returned, once it is done (what it raised, raised)."""

@@ -8,8 +8,8 @@ never the crawler's figures.
 
 The tests whose crawls run ahead of them (``crawls_ahead``, :mod:`tests.integration.ahead`)
 run last, two crawls at a time; the tests that submit to a standalone cluster (``cluster``)
-run before them, while the first of those crawls run (the cluster's start starts them). The
-cluster tests share one cluster, started once (about 10 s and two JVMs saved a test). The
+run before them, each taking the place of one of those crawls, while the first of them run.
+The cluster tests share one cluster, started once (about 10 s and two JVMs saved a test). The
 other tests run first, alone.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from synthweb import SyntheticWebServer, WebConfig
-from tests.integration.ahead import CrawlsAhead
+from tests.integration.ahead import CrawlsAhead, directory_name
 from tests.integration.cluster_fixture import (
     SHARED_CLUSTER_SETTINGS,
     Cluster,
@@ -50,7 +50,7 @@ def crawls_ahead(
     for item in request.session.items:
         for marker in item.iter_markers("crawl_ahead"):
             names += [name for name in marker.args if name not in names]
-    crawls = CrawlsAhead(names, tmp_path_factory.mktemp)
+    crawls = CrawlsAhead(names, lambda name: tmp_path_factory.mktemp(directory_name(name)))
     try:
         yield crawls
     finally:
@@ -58,21 +58,20 @@ def crawls_ahead(
 
 
 @pytest.fixture(scope="session")
-def shared_cluster(
-    tmp_path_factory: pytest.TempPathFactory, crawls_ahead: CrawlsAhead
-) -> Iterator[Cluster]:
-    """The standalone cluster; the crawls that run ahead start first, beside the cluster
-    tests (``crawls_ahead``)."""
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with standalone_cluster(tmp_path_factory.mktemp("cluster"), SHARED_CLUSTER_SETTINGS) as up:
         yield up
 
 
 @pytest.fixture
-def cluster(shared_cluster: Cluster) -> Iterator[Cluster]:
-    """The shared standalone cluster (a JobManager, a TaskManager with 2 slots); no job of the
-    test is left running after it."""
-    yield shared_cluster
-    shared_cluster.cancel_running_jobs()
+def cluster(request: pytest.FixtureRequest, crawls_ahead: CrawlsAhead) -> Iterator[Cluster]:
+    """The shared standalone cluster (a JobManager, a TaskManager with 2 slots), started on
+    first use; no job of the test is left running after it. The test (and the cluster's start)
+    takes a place among the crawls that run ahead, which start beside it."""
+    with crawls_ahead.place():
+        shared_cluster: Cluster = request.getfixturevalue("shared_cluster")
+        yield shared_cluster
+        shared_cluster.cancel_running_jobs()
 
 
 @pytest.fixture

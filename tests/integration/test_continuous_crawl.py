@@ -56,7 +56,7 @@ def _settings(settings: dict[str, str]) -> list[str]:
     return [option for key, value in settings.items() for option in ("--set", f"{key}={value}")]
 
 
-@crawl_ahead("continuous")
+@crawl_ahead("continuous", long=True)
 def _continuous_crawl(tmp_path: Path) -> dict[str, Any]:
     """The crawl of the changing web, and what the test judges of it."""
     config = WEB.with_changing_profile(

@@ -71,7 +71,7 @@ class SavepointTaker:
                              if line.startswith("savepoint "))
 
 
-@crawl_ahead("savepoint mid-crawl")
+@crawl_ahead("savepoint mid-crawl", long=True)
 def _savepoint_crawl(tmp_path: Path) -> dict[str, Any]:
     """The two runs: a savepoint taken mid-crawl by the first, the second resumed from it;
     what the files were after the first run is noted before the second."""
