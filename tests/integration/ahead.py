@@ -9,10 +9,8 @@ judges, or raises), and the test is marked ``@pytest.mark.crawl_ahead("name")`` 
 ``crawls_ahead.result("name")``. The first time a test asks for ``crawls_ahead``
 (``conftest``), the crawls of every selected test so marked start, the long ones first (so
 that the short ones fill in beside them), then in the tests' order, :data:`WORKERS` at a
-time; each test waits for its own, and judges it while the next ones run. A test that runs a
-crawl of its own beside them takes one of the :data:`WORKERS` places while it runs
-(:meth:`CrawlsAhead.place`), so that no more than that many crawls run at once. A crawl's
-failure is its test's: ``result`` raises what the crawl raised (``pytest.skip`` included).
+time; each test waits for its own, and judges it while the next ones run. A crawl's failure
+is its test's: ``result`` raises what the crawl raised (``pytest.skip`` included).
 
 Each crawl keeps to itself (its own synthetic web on its own port, its own output directory,
 its own MiniCluster on free ports), so side by side they judge nothing of each other; what
@@ -23,9 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
-import threading
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +51,11 @@ def crawl_ahead(
     return register
 
 
+def started_first(names: Iterable[str]) -> list[str]:
+    """``names`` in the order their crawls start: the long ones first."""
+    return sorted(names, key=lambda name: name not in _LONG)
+
+
 def directory_name(name: str) -> str:
     """A directory name for the crawl ``name``: letters, digits, ``-`` and ``_`` only (the
     tests' paths stay plain, as most users' are)."""
@@ -70,22 +71,10 @@ class CrawlsAhead:
         for name in names:
             if name not in _CRAWLS:
                 raise KeyError(f"no crawl registered as {name}")
-        self._places = threading.Semaphore(WORKERS)
         self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, "crawl-ahead")
         self._futures: dict[str, concurrent.futures.Future[Any]] = {}
-        for name in sorted(names, key=lambda name: name not in _LONG):
-            self._futures[name] = self._pool.submit(self._run, name, directory_for(name))
-
-    def _run(self, name: str, directory: Path) -> Any:
-        with self._places:
-            return _CRAWLS[name](directory)
-
-    @contextmanager
-    def place(self) -> Iterator[None]:
-        """One of the places of the crawls, held for a crawl run outside them (waits for one
-        to be free)."""
-        with self._places:
-            yield
+        for name in started_first(names):
+            self._futures[name] = self._pool.submit(_CRAWLS[name], directory_for(name))
 
     def result(self, name: str) -> Any:
         """What the crawl ``name`` returned, once it is done (what it raised, raised)."""

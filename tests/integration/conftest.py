@@ -6,11 +6,13 @@ child process with its own JVM and MiniCluster), with the synthetic web as their
 Assertions use the web's ground truth, its own request log and the files the crawl wrote,
 never the crawler's figures.
 
-The tests whose crawls run ahead of them (``crawls_ahead``, :mod:`tests.integration.ahead`)
-run last, two crawls at a time; the tests that submit to a standalone cluster (``cluster``)
-run before them, each taking the place of one of those crawls, while the first of them run.
-The cluster tests share one cluster, started once (about 10 s and two JVMs saved a test). The
-other tests run first, alone.
+The tests alone run first. Then the crawls of the tests that judge a crawl run ahead of them
+(``crawls_ahead``, :mod:`tests.integration.ahead`) start, two at a time, the long ones first;
+the test of the first (the continuous crawl, whose revisit timings are the most sensitive to
+the load) is judged first, with just one other crawl beside its own. The tests that submit to
+a standalone cluster (``cluster``) come next, beside the next two crawls ahead, then the other
+tests of crawls ahead. The cluster tests share one cluster, started once (about 10 s and two
+JVMs saved a test).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from synthweb import SyntheticWebServer, WebConfig
-from tests.integration.ahead import CrawlsAhead, directory_name
+from tests.integration.ahead import CrawlsAhead, directory_name, started_first
 from tests.integration.cluster_fixture import (
     SHARED_CLUSTER_SETTINGS,
     Cluster,
@@ -29,14 +31,23 @@ from tests.integration.cluster_fixture import (
 )
 
 
+def _crawl_ahead(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("crawl_ahead")
+    return marker.args[0] if marker is not None else None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests alone first, then those on the shared standalone cluster, then those whose
+    """The tests alone first; then the test of the crawl ahead that starts first (the first
+    of the long ones), the tests on the shared standalone cluster, and the other tests whose
     crawls run ahead (each group's order kept)."""
+    ahead = [name for item in items if (name := _crawl_ahead(item)) is not None]
+    first = started_first(ahead)[0] if ahead else None
 
     def group(item: pytest.Item) -> int:
-        if item.get_closest_marker("crawl_ahead") is not None:
-            return 2
-        return int("cluster" in getattr(item, "fixturenames", ()))
+        name = _crawl_ahead(item)
+        if name is not None:
+            return 1 if name == first else 3
+        return 2 if "cluster" in getattr(item, "fixturenames", ()) else 0
 
     items.sort(key=group)
 
@@ -64,14 +75,11 @@ def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
 
 
 @pytest.fixture
-def cluster(request: pytest.FixtureRequest, crawls_ahead: CrawlsAhead) -> Iterator[Cluster]:
-    """The shared standalone cluster (a JobManager, a TaskManager with 2 slots), started on
-    first use; no job of the test is left running after it. The test (and the cluster's start)
-    takes a place among the crawls that run ahead, which start beside it."""
-    with crawls_ahead.place():
-        shared_cluster: Cluster = request.getfixturevalue("shared_cluster")
-        yield shared_cluster
-        shared_cluster.cancel_running_jobs()
+def cluster(shared_cluster: Cluster) -> Iterator[Cluster]:
+    """The shared standalone cluster (a JobManager, a TaskManager with 2 slots); no job of the
+    test is left running after it."""
+    yield shared_cluster
+    shared_cluster.cancel_running_jobs()
 
 
 @pytest.fixture
