@@ -315,12 +315,12 @@ def test_crawl_recovers_from_failures_with_a_tiny_drum_without_losing_a_url(
     assert drum["archives.compacted"] > 0
 
 
-#: The grouped crawls' delay, and the domain quota of the crawl grouped by domain: 4 pages in
+#: The grouped crawls' delay, and the domain quota of the crawl grouped by domain: 3 pages in
 #: any 2 s, where the delay alone would let about 12 start (0.15 s apart, each answered in a few
 #: milliseconds), so that the quota is what paces that crawl, even on a machine so loaded that
-#: a request takes three times as long to go round.
+#: a request takes four times as long to go round.
 GROUPED_DELAY = 0.15
-QUOTA_PAGES, QUOTA_SECONDS = 4, 2.0
+QUOTA_PAGES, QUOTA_SECONDS = 3, 2.0
 
 
 @dataclasses.dataclass
