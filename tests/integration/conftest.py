@@ -6,13 +6,14 @@ child process with its own JVM and MiniCluster), with the synthetic web as their
 Assertions use the web's ground truth, its own request log and the files the crawl wrote,
 never the crawler's figures.
 
-The tests alone run first. Then the crawls of the tests that judge a crawl run ahead of them
-(``crawls_ahead``, :mod:`tests.integration.ahead`) start, two at a time, the long ones first;
-the test of the first (the continuous crawl, whose revisit timings are the most sensitive to
-the load) is judged first, with just one other crawl beside its own. The tests that submit to
-a standalone cluster (``cluster``) come next, beside the next two crawls ahead, then the other
-tests of crawls ahead. The cluster tests share one cluster, started once (about 10 s and two
-JVMs saved a test).
+The tests that run their own crawls on the MiniCluster run first, alone. Then the crawls of
+the tests that judge a crawl run ahead of them (``crawls_ahead``,
+:mod:`tests.integration.ahead`) start, two at a time, the long ones first; the test of the
+first (the continuous crawl, whose revisit timings are the most sensitive to the load) is
+judged first, with just one other crawl beside its own. The tests that submit to a standalone
+cluster (``cluster``) come next, beside the next two crawls ahead, then the other tests of
+crawls ahead. The cluster tests share one cluster, started once (about 10 s and two JVMs
+saved a test).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def crawls_ahead(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[CrawlsAhead]:
-    """The crawls of the selected tests marked ``crawl_ahead``, started in their order."""
+    """The crawls of the selected tests marked ``crawl_ahead``, started the long ones first,
+    then in the tests' order."""
     names: list[str] = []
     for item in request.session.items:
         for marker in item.iter_markers("crawl_ahead"):
