@@ -30,7 +30,7 @@ WORKERS = 2
 
 #: Name -> the crawl: a function of the directory it may fill.
 _CRAWLS: dict[str, Callable[[Path], Any]] = {}
-#: The names of the long crawls (a minute or more), started first.
+#: The names of the long crawls (about a minute or more), started first.
 _LONG: set[str] = set()
 
 
@@ -38,7 +38,7 @@ def crawl_ahead(
     name: str, long: bool = False
 ) -> Callable[[Callable[[Path], Any]], Callable[[Path], Any]]:
     """Register the decorated function as the crawl ``name`` (a module's import does it);
-    ``long`` for a crawl of a minute or more."""
+    ``long`` for a crawl of about a minute or more (on a loaded machine)."""
 
     def register(crawl: Callable[[Path], Any]) -> Callable[[Path], Any]:
         if name in _CRAWLS and _CRAWLS[name] is not crawl:

@@ -359,7 +359,8 @@ def _grouped_crawl(tmp_path: Path, group_by: str) -> GroupedCrawl:
 
 
 # Two crawls, side by side with the others' (each against a web of its own, judged alone).
-crawl_ahead("hosts grouped by domain")(lambda tmp_path: _grouped_crawl(tmp_path, "domain"))
+crawl_ahead("hosts grouped by domain", long=True)(
+    lambda tmp_path: _grouped_crawl(tmp_path, "domain"))
 crawl_ahead("hosts grouped by ip")(lambda tmp_path: _grouped_crawl(tmp_path, "ip"))
 
 

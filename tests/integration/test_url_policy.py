@@ -23,7 +23,7 @@ DOMAIN_BASE = 10
 PER_LINKING_DOMAIN = 10
 
 
-@crawl_ahead("URL policy")
+@crawl_ahead("URL policy", long=True)
 def _policy_crawl(tmp_path: Path) -> dict[str, Any]:
     """The crawl of 12 normal hosts with links in many spellings, a trap host and a 5-host
     link farm."""
