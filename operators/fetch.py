@@ -264,9 +264,14 @@ class FetchFunction(KeyedProcessFunction):
         group = group_of_key(key)
         hold = groups.hold_until_ms(group, host, now) if groups is not None else 0
         quota = self._quota
+        quota_hold = 0
         if quota is not None:  # the key's group is the registered domain (fetch_routing)
-            hold = max(hold, quota.hold_until_ms(group, now))
+            quota_hold = quota.hold_until_ms(group, now)
+            hold = max(hold, quota_hold)
         wake = self._scheduler.wake(host, state, in_flight, now, hold)
+        if quota_hold > now and wake.start is None and wake.wake_at_ms == quota_hold:
+            # The domain's quota, not the host's clock or its group's, holds the host back.
+            self._status.count("held.domain_quota")
         if in_flight is not None and in_flight.done():
             del self._in_flight[host]
             self._lease_started.pop(host, None)

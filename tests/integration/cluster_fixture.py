@@ -28,6 +28,7 @@ import yaml
 
 from job.cluster import flink_home
 from job.launcher import PROJECT_ROOT
+from tests.integration.crawl_runner import SHORT_CRAWL_JVM_ARGS
 
 FLINK_HOME = flink_home()
 
@@ -126,7 +127,8 @@ def _write_conf_dir(
         shutil.copy(FLINK_HOME / "conf" / name, conf / name)
     packaged = yaml.safe_load((FLINK_HOME / "conf" / "config.yaml").read_text())
     settings = {
-        "env.java.opts.all": packaged["env"]["java"]["opts"]["all"],
+        # C1 only, as the tests' local crawls (crawl_runner.SHORT_CRAWL_JVM_ARGS).
+        "env.java.opts.all": f"{SHORT_CRAWL_JVM_ARGS} {packaged['env']['java']['opts']['all']}",
         "env.pid.dir": str(base / "pids"),
         "env.log.dir": str(base / "log"),
         "jobmanager.rpc.address": "localhost",
@@ -193,6 +195,8 @@ def standalone_cluster(
         "FLINK_LIB_DIR": str(base / "lib"),
         # The daemons' embedded Python finds its environment through PATH (thread mode).
         "PATH": os.pathsep.join([interpreter_dir, os.environ.get("PATH", "")]),
+        # bin/flink's client JVM (flink run, the job's submission).
+        "JVM_ARGS": " ".join(filter(None, [os.environ.get("JVM_ARGS", ""), SHORT_CRAWL_JVM_ARGS])),
     }
     env.pop("FLINK_HOME", None)
     running = Cluster(f"localhost:{rest_port}", env, base)

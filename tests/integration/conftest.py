@@ -6,9 +6,14 @@ child process with its own JVM and MiniCluster), with the synthetic web as their
 Assertions use the web's ground truth, its own request log and the files the crawl wrote,
 never the crawler's figures.
 
-The tests that submit to a standalone cluster (``cluster``) share one, started once (about 10 s
-and two JVMs saved a test); they run last, so that the cluster is stopped as soon as they are
-done and does not sit beside the other tests.
+The tests that run their own crawls on the MiniCluster run first, alone. Then the crawls of
+the tests that judge a crawl run ahead of them (``crawls_ahead``,
+:mod:`tests.integration.ahead`) start, two at a time, the long ones first; the test of the
+first (the continuous crawl, whose revisit timings are the most sensitive to the load) is
+judged first, with just one other crawl beside its own. The tests that submit to a standalone
+cluster (``cluster``) come next, beside the next two crawls ahead, then the other tests of
+crawls ahead. The cluster tests share one cluster, started once (about 10 s and two JVMs
+saved a test).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from synthweb import SyntheticWebServer, WebConfig
+from tests.integration.ahead import CrawlsAhead, directory_name, started_first
 from tests.integration.cluster_fixture import (
     SHARED_CLUSTER_SETTINGS,
     Cluster,
@@ -26,9 +32,42 @@ from tests.integration.cluster_fixture import (
 )
 
 
+def _crawl_ahead(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("crawl_ahead")
+    return marker.args[0] if marker is not None else None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests on the shared standalone cluster last (their order kept)."""
-    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
+    """The tests alone first; then the test of the crawl ahead that starts first (the first
+    of the long ones), the tests on the shared standalone cluster, and the other tests whose
+    crawls run ahead (each group's order kept)."""
+    ahead = [name for item in items if (name := _crawl_ahead(item)) is not None]
+    first = started_first(ahead)[0] if ahead else None
+
+    def group(item: pytest.Item) -> int:
+        name = _crawl_ahead(item)
+        if name is not None:
+            return 1 if name == first else 3
+        return 2 if "cluster" in getattr(item, "fixturenames", ()) else 0
+
+    items.sort(key=group)
+
+
+@pytest.fixture(scope="session")
+def crawls_ahead(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CrawlsAhead]:
+    """The crawls of the selected tests marked ``crawl_ahead``, started the long ones first,
+    then in the tests' order."""
+    names: list[str] = []
+    for item in request.session.items:
+        for marker in item.iter_markers("crawl_ahead"):
+            names += [name for name in marker.args if name not in names]
+    crawls = CrawlsAhead(names, lambda name: tmp_path_factory.mktemp(directory_name(name)))
+    try:
+        yield crawls
+    finally:
+        crawls.close()
 
 
 @pytest.fixture(scope="session")

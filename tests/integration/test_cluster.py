@@ -26,6 +26,7 @@ from tests.integration.cluster_fixture import (
     submit_with_output,
     wait_for_state,
 )
+from tests.integration.crawl_runner import SHORT_BACKOFF
 
 pytestmark = pytest.mark.integration
 
@@ -69,7 +70,7 @@ def test_flink_run_on_a_standalone_cluster_crawls_everything_and_stops_with_a_sa
     out = tmp_path / "out"
     crawl = ["--config", str(PROJECT_ROOT / "conf" / "crawler.yaml"), "--out", str(out),
              "--proxy", web_server.proxy_url, "--delay", str(DELAY),
-             "--set", "crawl.parallelism=2"]
+             "--set", "crawl.parallelism=2", *SHORT_BACKOFF]
     job_id = submit(cluster, *crawl, "--seeds", str(seeds_file))
     wait_for_state(cluster, job_id, "RUNNING")
 

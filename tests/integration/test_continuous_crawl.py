@@ -25,6 +25,7 @@ import collections
 import re
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -32,6 +33,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawl.archive.crawl_log import parse_line
 from crawl.report import gather_report
 from synthweb import SyntheticWebServer, WebConfig
+from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import run_crawl
 from tests.integration.report_check import check_report_draws
 
@@ -54,9 +56,9 @@ def _settings(settings: dict[str, str]) -> list[str]:
     return [option for key, value in settings.items() for option in ("--set", f"{key}={value}")]
 
 
-def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
-    tmp_path: Path,
-) -> None:
+@crawl_ahead("continuous", long=True)
+def _continuous_crawl(tmp_path: Path) -> dict[str, Any]:
+    """The crawl of the changing web, and what the test judges of it."""
     config = WEB.with_changing_profile(
         change_fast_period=4.0, change_slow_period=20.0, gone_pages=4, gone_after=20.0,
         change_no_etag_host_share=0.15, change_no_validator_host_share=0.2,
@@ -80,7 +82,18 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
             *_settings({**RECRAWL, "recrawl.overrides": ",".join(overrides)}),
             timeout=CRAWL_SECONDS + 240,
         )
-        records = server.request_log()
+        return {"changing": changing, "expected": expected, "announcing": announcing,
+                "process": process, "summary": summary, "records": server.request_log(),
+                "out": tmp_path / "out"}
+
+
+@pytest.mark.crawl_ahead("continuous")
+def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
+    crawls_ahead: CrawlsAhead,
+) -> None:
+    crawl = crawls_ahead.result("continuous")
+    changing, expected, announcing = crawl["changing"], crawl["expected"], crawl["announcing"]
+    process, summary, records = crawl["process"], crawl["summary"], crawl["records"]
     assert process.returncode == 0, process.stderr[-3000:]
     assert summary["stop_reason"] == "time limit reached", summary
     # No task failed, the stop with a savepoint included (timers still fire while it drains).
@@ -89,7 +102,7 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     # most the files the loop sink has yet to commit (Flink's file source listed every file it
     # had ever read: about one a second here), and read files are deleted (those of the last
     # seconds wait for the next run).
-    out = tmp_path / "out"
+    out = crawl["out"]
     metadata = next((out / "savepoints").glob("savepoint-*/_metadata")).read_bytes()
     assert len(set(re.findall(rb"/loop/loop-[0-9a-f-]+", metadata))) <= 4
     assert len([p for p in (out / "loop").iterdir() if not p.name.startswith(".")]) <= 10
@@ -220,7 +233,7 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     assert summary["releases_from_window"] >= 0.8 * summary["releases"] > 0, summary
     log_lines = [
         parse_line(line)
-        for path in (tmp_path / "out" / "logs").glob("crawl-*.log")
+        for path in (out / "logs").glob("crawl-*.log")
         for line in path.read_text().splitlines()
     ]
     assert sum(line["http_status"] == 304 for line in log_lines) >= not_modified
@@ -229,7 +242,7 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
     # without validators, fetched again after the revisit window, a full response each time
     # (its first capture forgotten: Flink's state TTL on the process stage's first-capture).
     archived: dict[str, list[str]] = collections.defaultdict(list)
-    for path in sorted((tmp_path / "out" / "warc").glob("*.warc.gz")):
+    for path in sorted((out / "warc").glob("*.warc.gz")):
         with open(path, "rb") as stream:
             for record in ArchiveIterator(stream):
                 if record.rec_type in ("response", "revisit"):

@@ -15,6 +15,7 @@ checkpoint.
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import os
 import subprocess
@@ -27,7 +28,13 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from synthweb import SyntheticWebServer, WebConfig, audit_log
-from tests.integration.crawl_runner import PROJECT_ROOT, run_crawl
+from tests.integration.ahead import CrawlsAhead, crawl_ahead
+from tests.integration.crawl_runner import (
+    PROJECT_ROOT,
+    SHORT_BACKOFF,
+    crawl_environment,
+    run_crawl,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +43,8 @@ TOKEN = "pyflink-crawler"
 WEB = WebConfig(seed=7, hosts=12)
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
+@contextlib.contextmanager
+def _small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 MiB tmpfs mounted for the test."""
     mount_point = tmp_path / "disk"
     mount_point.mkdir()
@@ -95,21 +102,36 @@ def _warc_captures(out: Path) -> list[str]:
     return captures
 
 
+@pytest.mark.crawl_ahead("full disk")
 def test_a_full_disk_stops_the_crawl_with_a_clear_error_and_resume_finishes_it(
-    tmp_path: Path, small_disk: Path
+    crawls_ahead: CrawlsAhead,
 ) -> None:
+    """The whole scenario runs ahead, its assertions with it (each step judges the one
+    before, on a disk mounted for it alone): its outcome is raised here."""
+    crawls_ahead.result("full disk")
+
+
+@crawl_ahead("full disk")
+def _full_disk_scenario(tmp_path: Path) -> None:
+    with _small_disk(tmp_path) as small_disk:
+        _fill_the_disk_mid_crawl_then_resume(tmp_path, small_disk)
+
+
+def _fill_the_disk_mid_crawl_then_resume(tmp_path: Path, small_disk: Path) -> None:
     out_parent = small_disk / "crawls"
     with SyntheticWebServer(WEB, tmp_path / "requests.jsonl") as server:
         seeds = server.web.seeds()
         seeds_file = tmp_path / "seeds.txt"
         seeds_file.write_text("\n".join(seeds) + "\n", encoding="utf-8")
         command = [sys.executable, "-m", "job", "crawl", "--seeds", str(seeds_file),
-                   "--proxy", server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6"]
+                   "--proxy", server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6",
+                   *SHORT_BACKOFF]
 
         # A read-only file system: refused before anything starts.
         _remount(small_disk, "ro")
         refused = subprocess.run([*command, "--out", str(out_parent / "out")], cwd=PROJECT_ROOT,
-                                 capture_output=True, text=True, timeout=120, check=False)
+                                 capture_output=True, text=True, timeout=120, check=False,
+                                 env=crawl_environment())
         _remount(small_disk, "rw")
         assert refused.returncode == 1, refused.stderr[-2000:]
         assert "cannot write the output directory" in refused.stderr
@@ -122,6 +144,7 @@ def test_a_full_disk_stops_the_crawl_with_a_clear_error_and_resume_finishes_it(
             [*command, "--out", str(out), "--flink-conf", str(_flink_conf_with_few_restarts(
                 tmp_path))],
             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=crawl_environment(),
         )
         try:
             deadline = time.monotonic() + 120
@@ -150,7 +173,7 @@ def test_a_full_disk_stops_the_crawl_with_a_clear_error_and_resume_finishes_it(
         filler.unlink()
         resumed, summary = run_crawl(
             tmp_path, [], server.proxy_url, "--resume", "--delay", str(DELAY),
-            "--idle-seconds", "6", timeout=300, out=out,
+            "--idle-seconds", "6", *SHORT_BACKOFF, timeout=300, out=out,
         )
         records = sorted(server.request_log(), key=lambda r: r.start)
         expected = server.web.expected_crawl(seeds, TOKEN)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -20,6 +21,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawl.archive.warc import verify_warc_file
 from crawl.progress import CrawlFigures, read_statuses
 from synthweb import SyntheticWebServer, WebConfig, audit_log
+from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl
 from tests.integration.prometheus_watch import (
     PrometheusWatch,
@@ -74,18 +76,15 @@ def _recall(groups: list[tuple[str, ...]], flagged: set[str], fetched: set[str])
     return found / expected
 
 
-def test_near_duplicates_are_found_marked_and_archived_with_their_original(
-    tmp_path: Path,
-) -> None:
-    """Also watched through Flink's Prometheus reporter while it runs (``prometheus_watch``):
-    this crawl counts nearly every figure the Grafana dashboard shows (near-duplicates, WARC
-    revisits, fetch errors, rejected links), at parallelism 2."""
+@crawl_ahead("near-duplicates")
+def _near_duplicate_crawl(tmp_path: Path) -> dict[str, Any]:
+    """The crawl of the near-duplicate web at parallelism 2, watched through Flink's Prometheus
+    reporter."""
     port = free_port()
     scrapes = PrometheusWatch(port)
     with SyntheticWebServer(WEB, tmp_path / "requests.jsonl") as server:
         web = server.web
         seeds = web.seeds(1)
-        expected = web.expected_crawl(seeds, TOKEN)
         # Two process subtasks: the copies of an article are archived by either, and still
         # meet in the one near-duplicate stage.
         process, summary = run_crawl(
@@ -94,14 +93,29 @@ def test_near_duplicates_are_found_marked_and_archived_with_their_original(
             "--flink-conf", str(flink_conf_with_prometheus(tmp_path, port)),
             timeout=600, watch=scrapes,
         )
-        records = server.request_log()
+        return {"web": web, "expected": web.expected_crawl(seeds, TOKEN), "scrapes": scrapes,
+                "process": process, "summary": summary, "records": server.request_log(),
+                "out": tmp_path / "out"}
+
+
+@pytest.mark.crawl_ahead("near-duplicates")
+def test_near_duplicates_are_found_marked_and_archived_with_their_original(
+    crawls_ahead: CrawlsAhead,
+) -> None:
+    """Also watched through Flink's Prometheus reporter while it runs (``prometheus_watch``):
+    this crawl counts nearly every figure the Grafana dashboard shows (near-duplicates, WARC
+    revisits, fetch errors, rejected links), at parallelism 2."""
+    crawl = crawls_ahead.result("near-duplicates")
+    web, expected, scrapes = crawl["web"], crawl["expected"], crawl["scrapes"]
+    process, summary, records = crawl["process"], crawl["summary"], crawl["records"]
+    out = crawl["out"]
     assert process.returncode == 0, process.stderr[-3000:]
     assert summary["stop_reason"] == "idle"
     assert audit_log(records, expected, min_delay=DELAY) == []
     scrapes.check(summary)
     fetched = {f"http://{r.host}{r.path}" for r in records if r.status == 200}
 
-    notes = _notes(tmp_path / "out")
+    notes = _notes(out)
     same = web.near_duplicate_groups()
     edited = web.near_duplicate_edited_groups()
     group_of = {url: ("same", i) for i, group in enumerate(same) for url in group}
@@ -123,10 +137,10 @@ def test_near_duplicates_are_found_marked_and_archived_with_their_original(
     assert all(0 <= distance <= 3 for _, _, distance in notes)
 
     # Both process subtasks archived pages that were judged near-duplicates.
-    judged_by = {_archived_by(tmp_path / "out", url) for url, _ in correct}
+    judged_by = {_archived_by(out, url) for url, _ in correct}
     assert judged_by == {0, 1}
     # The crawl DB marked each of them; the summary counts them.
-    figures = CrawlFigures.from_statuses(read_statuses(tmp_path / "out" / "status"))
+    figures = CrawlFigures.from_statuses(read_statuses(out / "status"))
     assert figures.counter("crawldb.urls.near_duplicate") == len(notes)
     assert figures.counter("neardup.pages.near_duplicate") == len(notes)
     assert summary["near_duplicates"] == len(notes)

@@ -13,6 +13,7 @@ version wrote them.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -35,6 +36,7 @@ from drum.record import LAYOUT_VERSION, READABLE_LAYOUTS
 from synthweb import SyntheticWebServer
 from synthweb.audit import audit_log
 from synthweb.requestlog import read_request_log
+from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import run_crawl
 from tests.integration.make_old_crawl import CRAWL_OPTIONS, OLD_PAGES, WEB
 from tests.integration.make_old_crawl import FIXTURE as OLD_CRAWL
@@ -63,8 +65,7 @@ def _usable(root: Path) -> bool:
     return probe.returncode == 0 and (root / "bin" / "wayback").exists()
 
 
-@pytest.fixture(scope="module")
-def wayback() -> Path:
+def _wayback() -> Path:
     """pywb's ``wayback`` command, installed into an environment of its own (made once, kept in
     the cache; test runs side by side wait for the one that makes it)."""
     root = _pywb_environment()
@@ -90,8 +91,8 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def replay_server(tmp_path: Path, wayback: Path) -> Iterator[tuple[str, Path]]:
+@contextlib.contextmanager
+def _replay_server(tmp_path: Path, wayback: Path) -> Iterator[tuple[str, Path]]:
     """pywb serving ``tmp_path/out`` (filled by the test before the first request)."""
     out = tmp_path / "out"
     site = tmp_path / "pywb"
@@ -136,8 +137,9 @@ def _record_layout(run_file: Path) -> int:
     return layout
 
 
+@pytest.mark.crawl_ahead("replay")
 def test_a_crawl_begun_by_an_earlier_version_is_finished_by_this_one_and_replays_in_pywb(
-    tmp_path: Path, replay_server: tuple[str, Path]
+    crawls_ahead: CrawlsAhead,
 ) -> None:
     """An upgrade: the fixture is a crawl begun by an earlier version at parallelism 2 (its
     loop read by Flink's file source, its crawl DB files of record layout 3, no ``loop-lister``
@@ -145,6 +147,20 @@ def test_a_crawl_begun_by_an_earlier_version_is_finished_by_this_one_and_replays
     (``make_old_crawl.py``). This version resumes it at parallelism 1 and finishes it: across
     both versions every reachable page is fetched once and politely, and the whole archive
     replays in pywb from this version's index."""
+    crawls_ahead.result("replay")
+
+
+@crawl_ahead("replay")
+def _replay_scenario(tmp_path: Path) -> None:
+    """The whole scenario runs ahead, its assertions with it: its outcome is raised by the
+    test."""
+    with _replay_server(tmp_path, _wayback()) as replay_server:
+        _finish_the_old_crawl_and_replay_it(tmp_path, replay_server)
+
+
+def _finish_the_old_crawl_and_replay_it(
+    tmp_path: Path, replay_server: tuple[str, Path]
+) -> None:
     base, out = replay_server
     with tarfile.open(OLD_CRAWL) as archive:
         archive.extractall(tmp_path, filter="data")

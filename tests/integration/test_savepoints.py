@@ -16,13 +16,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crawl.savepoint_files import kept_files, savepoint_path
 from job.launcher import DEFAULT_FLINK_CONF
-from synthweb import SyntheticWebServer, audit_log
-from tests.integration.crawl_runner import PROJECT_ROOT, run_crawl, running_job
+from synthweb import SyntheticWebServer, WebConfig, audit_log
+from tests.integration.ahead import CrawlsAhead, crawl_ahead
+from tests.integration.crawl_runner import PROJECT_ROOT, SHORT_BACKOFF, run_crawl, running_job
 
 pytestmark = pytest.mark.integration
 
@@ -69,9 +71,10 @@ class SavepointTaker:
                              if line.startswith("savepoint "))
 
 
-def test_a_savepoint_taken_mid_crawl_restores_its_crawl_after_the_crawl_went_on(
-    tmp_path: Path, web_server: SyntheticWebServer
-) -> None:
+@crawl_ahead("savepoint mid-crawl", long=True)
+def _savepoint_crawl(tmp_path: Path) -> dict[str, Any]:
+    """The two runs: a savepoint taken mid-crawl by the first, the second resumed from it;
+    what the files were after the first run is noted before the second."""
     # A checkpoint timeout of 10 s lets the grace time go down to 15 s ((3 retained + 1) x
     # 1 s interval + 10 s).
     flink_conf = tmp_path / "flink-conf.yaml"
@@ -82,36 +85,59 @@ def test_a_savepoint_taken_mid_crawl_restores_its_crawl_after_the_crawl_went_on(
     )
     assert "timeout: 10s" in flink_conf.read_text(encoding="utf-8")
     options = ["--delay", str(DELAY), "--idle-seconds", "6", "--flink-conf", str(flink_conf),
-               *TINY_DRUM]
+               *SHORT_BACKOFF, *TINY_DRUM]
     out = tmp_path / "out"
-    seeds = web_server.web.seeds()
-    taker = SavepointTaker(out, web_server)
-    process, summary = run_crawl(tmp_path, seeds, web_server.proxy_url, *options, watch=taker)
+    with SyntheticWebServer(WebConfig(seed=7, hosts=12),
+                            tmp_path / "requests.jsonl") as web_server:
+        seeds = web_server.web.seeds()
+        taker = SavepointTaker(out, web_server)
+        first = run_crawl(tmp_path, seeds, web_server.proxy_url, *options, watch=taker)
+        noted = {
+            "taker": taker, "first": first, "first_run": web_server.request_log(),
+            "live_crawldb": {p.relative_to(out / "crawldb").as_posix()
+                             for p in (out / "crawldb").rglob("*") if p.is_file()},
+            "live_loop": {p.name for p in (out / "loop").iterdir()},
+            "expected": web_server.web.expected_crawl(seeds, TOKEN),
+        }
+        if first[0].returncode != 0 or not taker.location:
+            return noted  # the test says why
+        savepoint = savepoint_path(taker.location)
+        noted["kept"] = kept_files(savepoint)
+        second = run_crawl(tmp_path, [], web_server.proxy_url, *options,
+                           "--resume-from", str(savepoint))
+        return {**noted, "savepoint": savepoint, "second": second,
+                "records": web_server.request_log()}
+
+
+@pytest.mark.crawl_ahead("savepoint mid-crawl")
+def test_a_savepoint_taken_mid_crawl_restores_its_crawl_after_the_crawl_went_on(
+    crawls_ahead: CrawlsAhead,
+) -> None:
+    crawl = crawls_ahead.result("savepoint mid-crawl")
+    taker = crawl["taker"]
+    process, summary = crawl["first"]
     assert process.returncode == 0, process.stderr[-3000:]
     assert summary["stop_reason"] == "idle"
     assert taker.location, f"no savepoint taken: {taker.output}"
-    first_run = web_server.request_log()
-    savepoint = savepoint_path(taker.location)
-    kept = kept_files(savepoint)
+    first_run = crawl["first_run"]
+    savepoint = crawl["savepoint"]
+    kept = crawl["kept"]
     assert kept is not None
     assert kept.crawldb
     assert (kept.loop or kept.loop_hidden)
     # The crawl went on long enough to delete files the savepoint names, of both kinds.
-    live_crawldb = {p.relative_to(out / "crawldb").as_posix()
-                    for p in (out / "crawldb").rglob("*") if p.is_file()}
-    assert set(kept.crawldb) - live_crawldb, "no crawl DB file of the savepoint was deleted"
-    live_loop = {p.name for p in (out / "loop").iterdir()}
-    assert set(kept.loop) - live_loop, "no loop file of the savepoint was deleted"
+    assert set(kept.crawldb) - crawl["live_crawldb"], (
+        "no crawl DB file of the savepoint was deleted")
+    assert set(kept.loop) - crawl["live_loop"], "no loop file of the savepoint was deleted"
     assert max(r.end for r in first_run) - taker.asked_at > 15, "it did not go on past the grace"
 
-    process, summary = run_crawl(tmp_path, [], web_server.proxy_url, *options,
-                                 "--resume-from", str(savepoint))
+    process, summary = crawl["second"]
     assert process.returncode == 0, process.stderr[-3000:]
     assert f"resuming from {savepoint}" in process.stdout
     assert "put back from the savepoint" in process.stdout, process.stdout
     assert summary["stop_reason"] == "idle"
 
-    records = web_server.request_log()
+    records = crawl["records"]
     second_run = records[len(first_run):]
     fetched_at_savepoint = {r.url for r in first_run if r.end < taker.asked_at - SLACK}
     refetched = sorted(fetched_at_savepoint & {r.url for r in second_run
@@ -120,7 +146,7 @@ def test_a_savepoint_taken_mid_crawl_restores_its_crawl_after_the_crawl_went_on(
     assert second_run, "the restored crawl fetched nothing"
     # Every reachable page fetched, nothing disallowed, politeness held across both runs; a
     # page fetched twice was first fetched after the savepoint was asked for.
-    expected = web_server.web.expected_crawl(seeds, TOKEN)
+    expected = crawl["expected"]
     after_savepoint = {r.url for r in first_run if r.end >= taker.asked_at - SLACK}
     problems = audit_log(records, expected, min_delay=DELAY)
     repeats = [p for p in problems

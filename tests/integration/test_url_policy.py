@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from synthweb import SyntheticWebServer, WebConfig, audit_log, audit_policy
-from tests.integration.crawl_runner import run_crawl
+from tests.integration.ahead import CrawlsAhead, crawl_ahead
+from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl
 
 pytestmark = pytest.mark.integration
 
@@ -22,38 +23,44 @@ DOMAIN_BASE = 10
 PER_LINKING_DOMAIN = 10
 
 
-@pytest.fixture
-def policy_web(tmp_path: Path) -> Iterator[SyntheticWebServer]:
-    """12 normal hosts with links in many spellings, a trap host and a 5-host link farm."""
+@crawl_ahead("URL policy", long=True)
+def _policy_crawl(tmp_path: Path) -> dict[str, Any]:
+    """The crawl of 12 normal hosts with links in many spellings, a trap host and a 5-host
+    link farm."""
     config = WebConfig(seed=7, hosts=12, pages_per_host=6).with_url_policy_profile(
         farm_hosts=5, farm_pages_per_host=100
     )
-    with SyntheticWebServer(config, tmp_path / "requests.jsonl") as server:
-        yield server
+    with SyntheticWebServer(config, tmp_path / "requests.jsonl") as policy_web:
+        seeds = policy_web.web.seeds()
+        process, summary = run_crawl(
+            tmp_path, seeds, policy_web.proxy_url,
+            "--delay", str(DELAY), "--idle-seconds", "6", *SHORT_BACKOFF,
+            "--set", f"admission.shape_base_urls={SHAPE_BUDGET}",
+            # (no growth: the bound below is exact; growth is the unit tests' and the
+            # benchmark's)
+            "--set", "admission.shape_urls_per_good_page=0",
+            "--set", f"admission.domain_base_urls={DOMAIN_BASE}",
+            "--set", f"admission.domain_urls_per_linking_domain={PER_LINKING_DOMAIN}",
+            "--set", f"scope.max_query_params={MAX_QUERY_PARAMS}",
+            "--set", f"scope.max_segment_repeats={MAX_SEGMENT_REPEATS}",
+            timeout=600,
+        )
+        return {"process": process, "summary": summary, "records": policy_web.request_log(),
+                "expected": policy_web.web.expected_crawl(seeds, TOKEN),
+                "out": tmp_path / "out"}
 
 
+@pytest.mark.crawl_ahead("URL policy")
 def test_each_page_once_in_one_spelling_traps_bounded_and_the_farm_held_to_its_budget(
-    tmp_path: Path, policy_web: SyntheticWebServer
+    crawls_ahead: CrawlsAhead,
 ) -> None:
-    seeds = policy_web.web.seeds()
-    process, summary = run_crawl(
-        tmp_path, seeds, policy_web.proxy_url,
-        "--delay", str(DELAY), "--idle-seconds", "6",
-        "--set", f"admission.shape_base_urls={SHAPE_BUDGET}",
-        # (no growth: the bound below is exact; growth is the unit tests' and the benchmark's)
-        "--set", "admission.shape_urls_per_good_page=0",
-        "--set", f"admission.domain_base_urls={DOMAIN_BASE}",
-        "--set", f"admission.domain_urls_per_linking_domain={PER_LINKING_DOMAIN}",
-        "--set", f"scope.max_query_params={MAX_QUERY_PARAMS}",
-        "--set", f"scope.max_segment_repeats={MAX_SEGMENT_REPEATS}",
-        timeout=600,
-    )
+    crawl = crawls_ahead.result("URL policy")
+    process, summary = crawl["process"], crawl["summary"]
     assert process.returncode == 0, process.stderr[-3000:]
     # Deferred URLs wait for budgets that will not grow: the crawl ends by itself all the same.
     assert summary["stop_reason"] == "idle"
 
-    records = policy_web.request_log()
-    expected = policy_web.web.expected_crawl(seeds, TOKEN)
+    records, expected = crawl["records"], crawl["expected"]
     # Every reachable page of the normal web fetched exactly once, whatever the spellings of
     # the links to it; robots.txt first, nothing disallowed, politeness kept.
     assert audit_log(records, expected, min_delay=DELAY) == []
@@ -71,7 +78,7 @@ def test_each_page_once_in_one_spelling_traps_bounded_and_the_farm_held_to_its_b
 
     # The crawler's own account agrees that the budgets were what stopped them: it deferred
     # URLs of both kinds, kept in the crawl DB, and says so in its summary.
-    crawldb = json.loads((tmp_path / "out" / "status" / "crawldb-00000.json").read_text())
+    crawldb = json.loads((crawl["out"] / "status" / "crawldb-00000.json").read_text())
     assert crawldb["gauges"].get("deferred.budget:shape", 0) > 0
     assert crawldb["gauges"].get("deferred.budget:domain", 0) > 0
     assert summary["urls_deferred"] == {
