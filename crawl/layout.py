@@ -18,11 +18,19 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["MIGRATED_FILE_NAME", "FixedSettingsError", "OutputLayout"]
+__all__ = ["MIGRATED_FILE_NAME", "FixedSettingsError", "OutputLayout", "flink_uri"]
 
 #: The list of loop files an older job's file source had read, made when resuming its
 #: savepoint (next to the loop directory, one name a line).
 MIGRATED_FILE_NAME = "loop-read-by-file-source.txt"
+
+
+def flink_uri(path: Path) -> str:
+    """A local directory as Flink takes it in a setting: ``file://`` and the absolute path as
+    it is. Flink's ``Path`` escapes what a URI must escape itself, so an escaped form
+    (``Path.as_uri()``: ``a%20b`` for a space) would name another directory, ``a%20b``, where
+    a resume finds no checkpoint."""
+    return "file://" + str(path.absolute())
 
 
 class FixedSettingsError(ValueError):

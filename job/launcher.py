@@ -32,7 +32,7 @@ from crawl.archive.warc import recover_open_files
 from crawl.config import Config
 from crawl.crawldb.partition import minimum_file_grace_seconds
 from crawl.frontier.budget import PageBudget
-from crawl.layout import FixedSettingsError, OutputLayout
+from crawl.layout import FixedSettingsError, OutputLayout, flink_uri
 from crawl.loop.reader import files_read_by_file_source, write_migrated
 from crawl.loop.records import VNODE_KEY, write_seed_file
 from crawl.progress import (
@@ -197,8 +197,8 @@ def flink_configuration(
     settings = _flatten(loaded)
     settings.update(
         {
-            "execution.checkpointing.dir": layout.checkpoints.as_uri(),
-            "execution.checkpointing.savepoint-dir": layout.savepoints.as_uri(),
+            "execution.checkpointing.dir": flink_uri(layout.checkpoints),
+            "execution.checkpointing.savepoint-dir": flink_uri(layout.savepoints),
             "python.executable": sys.executable,
             "python.client.executable": sys.executable,
             "parallelism.default": str(config.crawl.parallelism),
@@ -361,7 +361,7 @@ def _stop_with_savepoint(
     format_type = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
     for attempt in range(1, STOP_ATTEMPTS + 1):
         future = CompletableFuture(
-            client._j_job_client.stopWithSavepoint(True, layout.savepoints.as_uri(), format_type),
+            client._j_job_client.stopWithSavepoint(True, flink_uri(layout.savepoints), format_type),
             str,
         )
         try:
@@ -697,7 +697,7 @@ def _submit(
     for key, value in bind_settings(config.crawl.flink_bind_address).items():
         settings.setdefault(key, value)  # a key of flink-conf.yaml is a choice made already
     if restore_from is not None:
-        settings["execution.state-recovery.path"] = restore_from.as_uri()
+        settings["execution.state-recovery.path"] = flink_uri(restore_from)
         settings.update(restore_settings)
     _write_flink_conf_dir(settings, layout)
     os.environ.update(local_run_environment(settings, layout, os.environ))

@@ -57,14 +57,17 @@ def test_the_interpreter_flink_run_names_wins_over_the_clients() -> None:
 def test_a_new_crawl_gets_its_seeds_its_fixed_settings_and_its_own_checkpoint_directory(
     tmp_path: Path,
 ) -> None:
-    config = _config(tmp_path / "out")
+    # A space and a comma in the path: Flink takes the directory as it is, not escaped (an
+    # escaped one, a%20b, would be another directory, where a resume finds no checkpoint).
+    out = tmp_path / "my crawls, 2026" / "out"
+    config = _config(out)
     job = prepare_job(config, SEEDS, {}, out=io.StringIO())
-    layout = OutputLayout(tmp_path / "out")
+    layout = OutputLayout(out)
     assert job.seeds_accepted == 2
     assert job.restore_from is None
     assert [p for p in layout.loop.iterdir() if not p.name.startswith(".")]
     assert layout.fixed_settings.exists()
-    assert job.settings["execution.checkpointing.dir"] == layout.checkpoints.as_uri()
+    assert job.settings["execution.checkpointing.dir"] == f"file://{layout.checkpoints}"
     assert job.settings["pipeline.max-parallelism"] == str(config.crawl.vnodes)
     assert job.settings["python.execution-mode"] == "thread"
     assert "rest.port" not in job.settings
