@@ -5,10 +5,10 @@ crawl DB partition sees only its own URLs and hands each host its best few
 (``priority.host_window``); without a bar shared by all of them, a host with nothing but poor
 URLs left (a link farm, a calendar) would be kept busy at its politeness rate, spending the
 budget while better URLs wait on slower hosts. The cutoff is that bar: of all the new URLs
-waiting in every partition, the best R may go, R being the pages the budget has left once the
-URLs already handed to the frontier are fetched. A URL ranked below the R-th best waits (it is
-still pending: when the better ones are gone, or a fetch fails without spending a page, the
-bar falls to it).
+waiting in every partition, the best ``priority.budget_cutoff`` x R may go (off: 0, the
+default), R being the pages the budget has left once the URLs already handed to the frontier
+are fetched. A URL ranked below them waits (it is still pending: when the better ones are gone,
+or a fetch fails without spending a page, the bar falls to it).
 
 Each partition writes the ranks of its waiting new URLs as a histogram (:data:`RANK_EDGES`,
 :data:`BUCKETS_PER_DECADE` buckets a decade) to ``status/ranks/partition-NNNNN.json`` at each
