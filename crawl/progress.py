@@ -30,6 +30,7 @@ __all__ = [
     "RunningMean",
     "StageStatus",
     "is_idle",
+    "read_json_objects",
     "read_statuses",
 ]
 
@@ -189,20 +190,26 @@ class RunningMean:
         return round((total - seen_total) / (count - seen_count), 1) if count > seen_count else 0.0
 
 
-def read_statuses(directory: str | Path) -> list[dict[str, Any]]:
-    """Every stage file in ``directory`` (files being replaced or unreadable are skipped)."""
-    statuses = []
+def read_json_objects(directory: str | Path, pattern: str = "*.json") -> list[dict[str, Any]]:
+    """The JSON objects of the files of ``directory`` that match ``pattern``, in name order
+    (files being replaced, unreadable or holding something else are skipped)."""
+    objects = []
     path = Path(directory)
     if not path.is_dir():
-        return statuses
-    for entry in sorted(path.glob("*.json")):
+        return objects
+    for entry in sorted(path.glob(pattern)):
         try:
-            status = json.loads(entry.read_text(encoding="utf-8"))
+            value = json.loads(entry.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(status, dict):
-            statuses.append(status)
-    return statuses
+        if isinstance(value, dict):
+            objects.append(value)
+    return objects
+
+
+def read_statuses(directory: str | Path) -> list[dict[str, Any]]:
+    """Every stage file in ``directory`` (files being replaced or unreadable are skipped)."""
+    return read_json_objects(directory)
 
 
 class CounterCarry:

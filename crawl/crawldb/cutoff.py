@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from crawl.progress import read_json_objects
+
 __all__ = [
     "BUCKETS_PER_DECADE",
     "RANK_EDGES",
@@ -109,14 +111,11 @@ def write_waiting(directory: str | Path, partition: int, counts: np.ndarray) -> 
 def read_waiting(directory: str | Path) -> list[dict[int, int]]:
     """Every partition's histogram (files being replaced or unreadable are skipped)."""
     histograms = []
-    folder = Path(directory)
-    if not folder.is_dir():
-        return histograms
-    for path in sorted(folder.glob("partition-*.json")):
+    for written in read_json_objects(directory, "partition-*.json"):
         try:
-            counts = json.loads(path.read_text(encoding="utf-8"))["counts"]
+            counts = written["counts"]
             histograms.append({int(bucket): int(count) for bucket, count in counts.items()})
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return histograms
 
