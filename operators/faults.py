@@ -3,7 +3,10 @@
 Set ``PYFLINK_CRAWLER_FAIL_ONCE=<stage>:<n>`` (several, comma-separated) in the environment of
 a local crawl and the first subtask of ``<stage>`` that handles its ``n``-th record raises
 :class:`InjectedFault`, once per output directory (a marker file under ``faults/`` remembers
-that it fired, across the restart that follows). Without the variable nothing happens; the
+that it fired, across the restart that follows). Several stages fail one after another, in
+the order listed: a stage counts its records only from the first start of its subtask after
+every stage listed before it fired, so that each failure gets a restart of its own (two
+failures in one failover would test one recovery). Without the variable nothing happens; the
 check costs one comparison a record.
 """
 
@@ -26,11 +29,17 @@ class FaultInjector:
 
     def __init__(self, stage: str, output_dir: str | Path) -> None:
         self._remaining = 0
-        self._marker = Path(output_dir) / "faults" / f"fired-{stage}"
+        faults = Path(output_dir) / "faults"
+        self._marker = faults / f"fired-{stage}"
         for wanted in os.environ.get(ENVIRONMENT_VARIABLE, "").split(","):
             name, _, count = wanted.strip().partition(":")
-            if name == stage and count.isdigit() and not self._marker.exists():
+            if name != stage:
+                if not (faults / f"fired-{name}").exists():
+                    return  # an earlier stage has yet to fail
+                continue
+            if count.isdigit() and not self._marker.exists():
                 self._remaining = int(count)
+            return
 
     def tick(self) -> None:
         """Count one record; raise :class:`InjectedFault` at the configured one."""

@@ -35,13 +35,18 @@ def test_inert_unless_asked_for_this_stage(
     assert not (tmp_path / "faults").exists()
 
 
-def test_several_stages_can_each_fail_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_several_stages_fail_one_after_another_in_the_order_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(ENVIRONMENT_VARIABLE, "crawl-db:2, process:3")
     crawl_db = FaultInjector("crawl-db", tmp_path)
     process = FaultInjector("process", tmp_path)
     crawl_db.tick()
     with pytest.raises(InjectedFault, match="fired-crawl-db"):
         crawl_db.tick()
+    for _ in range(10):  # started before the crawl DB failed: waits for the restart
+        process.tick()
+    process = FaultInjector("process", tmp_path)
     process.tick()
     process.tick()
     with pytest.raises(InjectedFault, match="fired-process"):
