@@ -577,8 +577,11 @@ class NearDupSection:
     max_distance: int = 3
     #: Pages the index holds at most (about 100 bytes each); the older half goes when full.
     capacity: int = 1_000_000
-    #: A page with fewer distinct words in its main text is not judged.
+    #: A page with fewer distinct words in its main text is a short page: judged by its exact
+    #: set of words (the same distinct words as an earlier page), not by distance...
     min_features: int = 32
+    #: ...and one with fewer than this is not judged at all.
+    min_exact_features: int = 4
     #: What a link from a near-duplicate page counts, as a share of a link's worth.
     outlink_weight: float = 0.25
 
@@ -586,6 +589,8 @@ class NearDupSection:
         _check(self, "neardup", "max_distance", lambda v: 0 <= v <= 8, "an integer from 0 to 8")
         _check(self, "neardup", "capacity", lambda v: v >= 2, "an integer >= 2")
         _check(self, "neardup", "min_features", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "neardup", "min_exact_features", lambda v: 1 <= v <= self.min_features,
+               "an integer from 1 to neardup.min_features")
         _check(self, "neardup", "outlink_weight", lambda v: 0 <= v <= 1, "a number from 0 to 1")
 
 

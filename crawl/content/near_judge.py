@@ -100,14 +100,15 @@ class NearJudge:
             blocks=max(4, section.max_distance + 1),
             capacity=section.capacity,
             min_features=section.min_features,
+            min_exact_features=min(section.min_exact_features, section.min_features),
         )
         self._rescore_weight = section.outlink_weight - 1.0
         self._vnodes = vnodes
         self._producer_id = producer_id
         self._lines = 0
         self._next_capture = 0
-        # (capture id, URL, fingerprint) of the pages held, oldest first.
-        self._pages: deque[tuple[int, str, int]] = deque()
+        # (capture id, URL, fingerprint, short) of the pages held, oldest first.
+        self._pages: deque[tuple[int, str, int, bool]] = deque()
         self._urls: dict[int, str] = {}
 
     def __len__(self) -> int:
@@ -124,19 +125,20 @@ class NearJudge:
         for entry in entries:
             try:
                 fingerprint, capture, url = entry.split(" ", 2)
-                value, capture_id = int(fingerprint, 16), int(capture)
+                short = fingerprint.startswith(_SHORT)
+                value, capture_id = int(fingerprint.removeprefix(_SHORT), 16), int(capture)
             except ValueError:
                 bad += 1
                 continue
-            self._detector.restore([(value, capture_id, url)])
-            self._remember(capture_id, url, value)
+            self._detector.restore([(value, capture_id, url)], short)
+            self._remember(capture_id, url, value, short)
             self._next_capture = max(self._next_capture, capture_id + 1)
         self._forget()
         return bad
 
     def entries(self) -> list[str]:
         """The pages held, oldest first, as stored."""
-        return [_entry(value, capture, url) for capture, url, value in self._pages]
+        return [_entry(value, capture, url, short) for capture, url, value, short in self._pages]
 
     def judge(self, query: NearQuery) -> NearVerdict:
         capture = self._next_capture
@@ -148,8 +150,9 @@ class NearJudge:
         rewrite = False
         entry = None
         if verdict.added:
-            self._remember(capture, query.url, query.fingerprint)
-            entry = _entry(query.fingerprint, capture, query.url)
+            short = query.features < self._detector.min_features
+            self._remember(capture, query.url, query.fingerprint, short)
+            entry = _entry(query.fingerprint, capture, query.url, short)
             if len(self._detector) < held + 1:  # the older half went
                 rewrite = self._forget()
         if not verdict.near_duplicate:
@@ -173,15 +176,15 @@ class NearJudge:
         ]
         return NearVerdict(lines, original, distance, note, entry, rewrite)
 
-    def _remember(self, capture: int, url: str, fingerprint: int) -> None:
-        self._pages.append((capture, url, fingerprint))
+    def _remember(self, capture: int, url: str, fingerprint: int, short: bool) -> None:
+        self._pages.append((capture, url, fingerprint, short))
         self._urls[capture] = url
 
     def _forget(self) -> bool:
         """Drop the pages the detector forgot (the oldest); True if any."""
         dropped = False
         while len(self._pages) > len(self._detector):
-            capture, _, _ = self._pages.popleft()
+            capture, _, _, _ = self._pages.popleft()
             self._urls.pop(capture, None)
             dropped = True
         return dropped
@@ -191,5 +194,9 @@ class NearJudge:
         return f"{self._producer_id}.{self._lines}"
 
 
-def _entry(fingerprint: int, capture: int, url: str) -> str:
-    return f"{fingerprint:016x} {capture} {url}"
+#: Marks the stored entry of a short page (judged by its exact set of features).
+_SHORT = "="
+
+
+def _entry(fingerprint: int, capture: int, url: str, short: bool) -> str:
+    return f"{_SHORT if short else ''}{fingerprint:016x} {capture} {url}"

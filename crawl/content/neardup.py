@@ -9,9 +9,13 @@ What the crawl job calls for each HTML page it archives, without Flink:
    digit (dates, times, counters change from copy to copy). See "Choice of features" below.
 2. :meth:`NearDuplicateDetector.check`: whether an earlier capture of another URL has a
    fingerprint within Hamming distance ``k`` (3 by default, Manku et al.'s choice), which one
-   and how far; the page is then added to the index. Pages with fewer than ``min_features``
-   features (:data:`MIN_FEATURES`, 32 distinct words) are not judged nor added: their
-   fingerprints are too coarse to tell pages apart.
+   and how far; the page is then added to the index. A **short page**, with fewer than
+   ``min_features`` features (:data:`MIN_FEATURES`, 32 distinct words), has a fingerprint too
+   coarse for distances: it is judged by its exact set of features instead (an earlier short
+   page with the same simhash, distance 0: the same distinct words), as the thin pages of a
+   link farm, a soft 404's "not found" page or a calendar's empty days would be. Pages with
+   fewer than ``min_exact_features`` (:data:`MIN_EXACT_FEATURES`, 4) are not judged nor
+   added: a page of links alone says nothing of itself.
 
 Choice of features, measured on the synthetic web's near-duplicate profile
 (``tests/unit/test_neardup.py``, ``bench/neardup_quality.py``) at k = 3, in a fixed order, and
@@ -63,6 +67,7 @@ from crawl.content.simhash import SimhashIndex, simhash
 from crawl.content.text import main_text
 
 __all__ = [
+    "MIN_EXACT_FEATURES",
     "MIN_FEATURES",
     "Fingerprint",
     "NearDuplicateDetector",
@@ -72,8 +77,10 @@ __all__ = [
     "fingerprint_text",
 ]
 
-#: Fewest features (distinct words) of a page that is judged.
+#: Fewest features (distinct words) of a page judged by distance.
 MIN_FEATURES = 32
+#: Fewest features of a page judged at all (short pages by their exact set of features).
+MIN_EXACT_FEATURES = 4
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _DIGIT = re.compile(r"\d")
@@ -150,22 +157,36 @@ class Verdict:
 
 
 class _Generation:
-    """Pages in one index: slot -> capture id and URL key (the index holds fingerprint, slot)."""
+    """Pages in one index: slot -> capture id and URL key (the index holds fingerprint, slot;
+    short pages are in ``short``: fingerprint -> the slots of the pages with it, earliest
+    first)."""
 
-    __slots__ = ("captures", "index", "urls")
+    __slots__ = ("captures", "index", "short", "urls")
 
     def __init__(self, k: int, blocks: int) -> None:
         self.index = SimhashIndex(k=k, blocks=blocks)
+        self.short: dict[int, list[int]] = {}
         self.captures = array.array("q")
         self.urls = array.array("q")
 
     def __len__(self) -> int:
         return len(self.captures)
 
-    def add(self, fingerprint: int, capture_id: int, url_key: int) -> None:
-        self.index.add(fingerprint, len(self.captures))
+    def add(self, fingerprint: int, capture_id: int, url_key: int, short: bool) -> None:
+        slot = len(self.captures)
+        if short:
+            self.short.setdefault(fingerprint, []).append(slot)
+        else:
+            self.index.add(fingerprint, slot)
         self.captures.append(capture_id)
         self.urls.append(url_key)
+
+    def near(self, fingerprint: int, short: bool) -> Iterable[tuple[int, int]]:
+        """(slot, distance) of the pages within the index's ``k`` (short pages: with the same
+        fingerprint), nearest first, then earliest."""
+        if short:
+            return ((slot, 0) for slot in self.short.get(fingerprint, ()))
+        return self.index.near(fingerprint)
 
 
 def url_key(url: str) -> int:
@@ -179,7 +200,8 @@ class NearDuplicateDetector:
 
     ``k``, ``blocks``: of the :class:`~crawl.content.simhash.SimhashIndex`; ``capacity``: most pages
     held; ``when_full``: ``"evict"`` the older half, or ``"stop"`` adding; ``min_features``:
-    fewest features of a judged page. Not thread-safe; one per parallel instance of the job's
+    fewest features of a page judged by distance, ``min_exact_features`` of a short page judged
+    by its exact set of features. Not thread-safe; one per parallel instance of the job's
     operator (each sees only the pages routed to it).
     """
 
@@ -190,6 +212,7 @@ class NearDuplicateDetector:
         capacity: int = 1_000_000,
         when_full: Literal["evict", "stop"] = "evict",
         min_features: int = MIN_FEATURES,
+        min_exact_features: int = MIN_EXACT_FEATURES,
     ) -> None:
         if when_full not in ("evict", "stop"):
             raise ValueError(f"when_full must be 'evict' or 'stop', got {when_full!r}")
@@ -197,19 +220,23 @@ class NearDuplicateDetector:
             raise ValueError(f"capacity must be at least 2, got {capacity!r}")
         if min_features < 1:
             raise ValueError(f"min_features must be at least 1, got {min_features!r}")
+        if not 1 <= min_exact_features <= min_features:
+            raise ValueError("min_exact_features must be from 1 to min_features, got "
+                             f"{min_exact_features!r}")
         SimhashIndex(k=k, blocks=blocks)  # fails now on a bad k or blocks
         self.k = k
         self.blocks = blocks
         self.capacity = capacity
         self.when_full = when_full
         self.min_features = min_features
+        self.min_exact_features = min_exact_features
         self._young = _Generation(k, blocks)
         self._old: _Generation | None = None
         #: Pages forgotten to make room (``"evict"``).
         self.evicted = 0
         #: Judged pages not added because the index was full (``"stop"``).
         self.refused = 0
-        #: Pages not judged: too few features.
+        #: Pages not judged: fewer than ``min_exact_features`` features.
         self.unjudged = 0
         #: Judged pages not added: a capture of their URL within ``k`` is held (:meth:`check`).
         self.held_again = 0
@@ -226,40 +253,46 @@ class NearDuplicateDetector:
         A capture is not added when the index holds one of the same URL within distance
         ``k`` already (:attr:`held_again` counts them): a continuous crawl fetches its pages
         again and again, and a page that changed little would otherwise fill the index with
-        copies of itself. A page that changed beyond ``k`` is added again."""
-        if fingerprint.features < self.min_features:
+        copies of itself. A page that changed beyond ``k`` is added again. A short page (see
+        the module docstring) is judged and held by its exact set of features, apart from the
+        others."""
+        if fingerprint.features < self.min_exact_features:
             self.unjudged += 1
             return Verdict(judged=False)
+        short = fingerprint.features < self.min_features
         key = url_key(url)
-        match, held = self._nearest(fingerprint.value, key)
+        match, held = self._nearest(fingerprint.value, key, short)
         if held:
             self.held_again += 1
             added = False
         else:
-            added = self._add(fingerprint.value, capture_id, key)
+            added = self._add(fingerprint.value, capture_id, key, short)
         if match is None:
             return Verdict(judged=True, added=added)
         return Verdict(True, match[1], match[0], added)
 
-    def restore(self, entries: Iterable[tuple[int, ...]]) -> None:
+    def restore(self, entries: Iterable[tuple[int, ...]], short: bool = False) -> None:
         """Add stored pages again after a restart: ``(fingerprint, capture_id)`` or
         ``(fingerprint, capture_id, url)`` tuples, oldest first (what the job keeps in its
-        state). Without the URL, a restored page may be found as a near-duplicate of a later
-        capture of its own URL. Capacity applies as in :meth:`check`. O(N log N)."""
+        state); ``short``: they are short pages. Without the URL, a restored page may be found
+        as a near-duplicate of a later capture of its own URL. Capacity applies as in
+        :meth:`check`. O(N log N)."""
         for entry in entries:
             fp, capture_id = entry[0], entry[1]
-            self._add(fp, capture_id, url_key(entry[2]) if len(entry) > 2 else 0)
+            self._add(fp, capture_id, url_key(entry[2]) if len(entry) > 2 else 0, short)
 
-    def _nearest(self, fingerprint: int, key: int) -> tuple[tuple[int, int] | None, bool]:
+    def _nearest(self, fingerprint: int, key: int,
+                 short: bool) -> tuple[tuple[int, int] | None, bool]:
         """(distance, capture id) of the nearest, earliest page of another URL, or None; and
-        whether a capture of the URL ``key`` itself is within ``k``."""
+        whether a capture of the URL ``key`` itself is within ``k`` (short pages: among the
+        short pages, with the same fingerprint)."""
         best: tuple[int, int, int] | None = None  # (distance, age rank, capture id)
         held = False
         for rank, generation in enumerate((self._old, self._young)):
             if generation is None:
                 continue
             found_other = False
-            for slot, distance in generation.index.near(fingerprint):
+            for slot, distance in generation.near(fingerprint, short):
                 other = generation.urls[slot]
                 if other and other == key:
                     held = True
@@ -273,7 +306,7 @@ class NearDuplicateDetector:
                     break
         return (None if best is None else (best[0], best[2])), held
 
-    def _add(self, fingerprint: int, capture_id: int, key: int) -> bool:
+    def _add(self, fingerprint: int, capture_id: int, key: int, short: bool) -> bool:
         if self.when_full == "stop":
             if len(self._young) >= self.capacity:
                 self.refused += 1
@@ -282,5 +315,5 @@ class NearDuplicateDetector:
             if self._old is not None:
                 self.evicted += len(self._old)
             self._old, self._young = self._young, _Generation(self.k, self.blocks)
-        self._young.add(fingerprint, capture_id, key)
+        self._young.add(fingerprint, capture_id, key, short)
         return True

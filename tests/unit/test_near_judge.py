@@ -76,25 +76,38 @@ def test_the_first_page_passes_its_outcome_on_and_a_copy_is_marked_and_rescored(
     # The copy's link gives back three quarters of the cash it brought.
     assert rescored == [["http://c.test/p", "LL", "http://b.test/news/9", -0.75, 0.2]]
     assert dict(copy.note)["nearDuplicateOf"] == "http://a.test/news/1"
-    # Another article is not a copy; a page too short is not judged nor stored.
+    # Another article is not a copy; a page of three words is not judged nor stored.
     assert judge.judge(_query("http://c.test/other", OTHER)).original is None
-    short = judge.judge(_query("http://d.test/short", "a few words only"))
-    assert short.entry is None
+    shortest = judge.judge(_query("http://d.test/shortest", "three words only"))
+    assert shortest.entry is None
     assert len(judge) == 3
+    # A short page is judged by its exact words: the same words in another order and number
+    # are a copy, distance 0; one word more is not.
+    thin = judge.judge(_query("http://e.test/1", "cheap best offer deal free top"))
+    assert thin.original is None
+    copy = judge.judge(_query("http://e.test/2", "top deal top cheap free offer best best"))
+    assert (copy.original, copy.distance) == ("http://e.test/1", 0)
+    assert judge.judge(_query("http://e.test/3", "cheap best offer deal free top now")).original \
+        is None
 
 
 def test_stored_pages_rebuild_the_index_after_a_restore() -> None:
     section = NearDupSection()
     judge = NearJudge(section, VNODES, "n0")
+    thin = "cheap best offer deal free top"
     stored = [v.entry for v in (judge.judge(_query("http://a.test/1", ARTICLE)),
-                                judge.judge(_query("http://b.test/2", OTHER))) if v.entry]
+                                judge.judge(_query("http://b.test/2", OTHER)),
+                                judge.judge(_query("http://t.test/1", thin))) if v.entry]
     assert stored == judge.entries()
+    assert stored[2].startswith("=")  # a short page's entry says so
     restored = NearJudge(section, VNODES, "n1")
-    assert restored.restore([*stored, "junk", "zz 1 http://x/"]) == 2
+    assert restored.restore([*stored, "junk", "zz 1 http://x/", "=zz 1 http://x/"]) == 3
     verdict = restored.judge(_query("http://c.test/3", OTHER))
     assert verdict.original == "http://b.test/2"
     # Capture ids go on after the restored ones: the new page's entry names a new one.
-    assert verdict.entry.split(" ")[1] == "2"
+    assert verdict.entry.split(" ")[1] == "3"
+    assert restored.judge(_query("http://t.test/2", thin)).original == "http://t.test/1"
+    assert restored.entries()[:3] == stored
 
 
 def test_a_full_index_forgets_its_older_half_and_says_the_stored_pages_changed() -> None:

@@ -81,12 +81,48 @@ def test_a_refetched_page_is_held_once_until_it_changes_beyond_k() -> None:
     assert len(detector) == 4
 
 
-def test_short_texts_are_not_judged() -> None:
-    detector = NearDuplicateDetector(min_features=10)
-    assert detector.check("http://a/1", 1, Fingerprint(7, 9)) == Verdict(False)
+def test_the_shortest_texts_are_not_judged() -> None:
+    detector = NearDuplicateDetector(min_features=10, min_exact_features=4)
+    assert detector.check("http://a/1", 1, Fingerprint(7, 3)) == Verdict(False)
     assert detector.unjudged == 1
     assert len(detector) == 0
-    assert detector.check("http://b/1", 2, Fingerprint(7, 10)).judged
+    assert detector.check("http://b/1", 2, Fingerprint(7, 4)).judged
+
+
+def test_short_pages_are_judged_by_their_exact_set_of_features() -> None:
+    """A short page matches only a short page with the same simhash (the same distinct words),
+    never one a few bits away, and never a long page."""
+    detector = NearDuplicateDetector(min_features=10, min_exact_features=4)
+    assert detector.check("http://farm/1", 1, Fingerprint(0b1011, 6)) == Verdict(True, added=True)
+    assert detector.check("http://farm/2", 2, Fingerprint(0b1011, 6)) == Verdict(True, 1, 0, True)
+    assert detector.check("http://farm/3", 3, Fingerprint(0b1010, 6)) == Verdict(True, added=True)
+    assert detector.check("http://long/1", 4, Fingerprint(0b1011, 10)) == Verdict(True, added=True)
+    assert detector.check("http://short/1", 5, Fingerprint(0b1111, 6)) == Verdict(True, added=True)
+    # A capture of the same URL does not count, and is not held twice.
+    assert detector.check("http://farm/3", 6, Fingerprint(0b1010, 6)) == Verdict(True, added=False)
+    assert (len(detector), detector.held_again) == (5, 1)
+
+
+def test_short_pages_are_evicted_and_restored_like_the_others() -> None:
+    detector = NearDuplicateDetector(capacity=4, min_features=10, min_exact_features=4)
+    for item in range(5):
+        detector.check(f"http://a/{item}", item, Fingerprint(APART[item], 6))
+    assert (len(detector), detector.evicted) == (3, 2)
+    assert not detector.check("http://b/0", 10, Fingerprint(APART[0], 6)).near_duplicate
+    assert detector.check("http://b/4", 11, Fingerprint(APART[4], 6)).duplicate_of == 4
+    restored = NearDuplicateDetector(min_features=10, min_exact_features=4)
+    restored.restore([(APART[1], 1, "http://a/1")], short=True)
+    restored.restore([(APART[2], 2, "http://a/2")])
+    assert restored.check("http://c/1", 3, Fingerprint(APART[1], 6)).duplicate_of == 1
+    assert not restored.check("http://c/2", 4, Fingerprint(APART[2], 6)).near_duplicate
+    assert restored.check("http://c/3", 5, Fingerprint(APART[2] ^ 1, 32)).duplicate_of == 2
+
+
+def test_min_exact_features_must_lie_from_1_to_min_features() -> None:
+    with pytest.raises(ValueError, match="min_exact_features"):
+        NearDuplicateDetector(min_features=10, min_exact_features=11)
+    with pytest.raises(ValueError, match="min_exact_features"):
+        NearDuplicateDetector(min_exact_features=0)
 
 
 # Pairwise at least 16 bits apart.
