@@ -1,10 +1,12 @@
 """The shape of a URL within its host: what URLs of one template have in common.
 
-Digit runs become ``#`` and the query keeps only its parameter names, sorted:
-``/calendar/2026/12`` and ``/calendar/2027/01`` share ``/calendar/#/#``;
-``/cal?date=2026-12-01&view=day`` is ``/cal?date&view``. The crawl DB budgets URLs per host
-and shape (:mod:`crawl.crawldb.budgets`), so that an endless space of one shape stays bounded
-by what its pages turn out to be worth.
+Digit runs in the path become ``#``: ``/calendar/2026/12`` and ``/calendar/2027/01`` share
+``/calendar/#/#``. A URL with a query has the shape of its parameter names alone, sorted,
+whatever its path: ``/cal?date=2026-12-01&view=day`` and ``/list?view=week&date=1`` are
+``?date&view``. The same parameters across a host's paths make one family: a session id or a
+tracking tag added to every link of a site, the sort orders and filters of every listing. The
+crawl DB budgets URLs per host and shape (:mod:`crawl.crawldb.budgets`), so that an endless
+space of one shape stays bounded by what its pages turn out to be worth.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ _DIGITS = re.compile(r"[0-9]+")
 
 
 def url_shape(url: str) -> str:
-    """The shape of a URL within its host: digit runs as ``#``, query parameter names sorted."""
+    """The shape of a URL within its host: its path with digit runs as ``#``, or with a query
+    its parameter names alone, sorted (digit runs as ``#``)."""
     parts = urlsplit(url)
-    shape = _DIGITS.sub("#", parts.path)
     if parts.query:
         names = {_DIGITS.sub("#", item.partition("=")[0]) for item in parts.query.split("&")}
-        shape += "?" + "&".join(sorted(name for name in names if name))
-    return shape
+        return "?" + "&".join(sorted(name for name in names if name))
+    return _DIGITS.sub("#", parts.path)
