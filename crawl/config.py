@@ -473,6 +473,11 @@ class AdmissionSection:
     domain_base_urls: int = 100
     domain_urls_per_linking_domain: int = 100
     max_linking_domains: int = 1000
+    #: And at most domain_trial_urls, plus domain_urls_per_good_page for each page of the
+    #: domain that proved good (2xx, neither a copy of another URL's page nor a
+    #: near-duplicate). 0: no such bound.
+    domain_trial_urls: int = 10
+    domain_urls_per_good_page: float = 2.0
     #: The domains of the seeds have no budget.
     seed_domains_unbudgeted: bool = True
     #: A host's URLs of one shape released at most: shape_base_urls, plus
@@ -482,11 +487,12 @@ class AdmissionSection:
     shape_urls_per_good_page: float = 2.0
 
     def _validate(self) -> None:
-        for key in ("domain_base_urls", "domain_urls_per_linking_domain", "shape_base_urls"):
+        for key in ("domain_base_urls", "domain_urls_per_linking_domain", "domain_trial_urls",
+                    "shape_base_urls"):
             _check(self, "admission", key, lambda v: v >= 0, "an integer >= 0 (0: off)")
         _check(self, "admission", "max_linking_domains", lambda v: v >= 1, "an integer >= 1")
-        _check(self, "admission", "shape_urls_per_good_page", lambda v: 0 <= v <= 1000,
-               "a number from 0 to 1000")
+        for key in ("domain_urls_per_good_page", "shape_urls_per_good_page"):
+            _check(self, "admission", key, lambda v: 0 <= v <= 1000, "a number from 0 to 1000")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,10 @@ crawl DB, keeps its rank, and goes out as soon as its budget grows.
   support: the distinct other registered domains seen linking to it that it does not link back
   to (counted up to ``max_linking_domains``). Domains that link each other, as link farms on
   many domains do, lend each other no support: a farm gets what the rest of the web gives it.
-  Every host of a domain draws on the one budget. The domains of seeds have none
+  Every host of a domain draws on the one budget. The domain is held besides to what its
+  pages showed (``admission.domain_trial_urls`` plus ``domain_urls_per_good_page`` for each of
+  its pages that proved good, as below): a link farm's thin pages are copies of each other, so
+  however many domains link it, it stays at its trial. The domains of seeds have no budget
   (``seed_domains_unbudgeted``): the user chose them.
 * **Shape budget** (``admission.shape_*``): a host's URLs of one shape (digits as ``#``, the
   query's parameter names: :func:`crawl.urls.shapes.url_shape`) get ``shape_base_urls``
@@ -55,6 +58,7 @@ UNLIMITED = 1 << 62
 #   N <domain hash>               support (distinct non-reciprocal linking domains)
 #   T <domain hash>               1: a seed's domain (no budget)
 #   R <domain hash>               URLs of the domain released
+#   Y <domain hash>               pages of the domain that proved good
 #   H <host hash>                 the host's domain hash
 #   P <host hash> <shape hash>    URLs of the shape released
 #   G <host hash> <shape hash>    pages of the shape that proved good
@@ -119,7 +123,10 @@ class Budgets:
         #: New URLs ranked below this are held back (the crawl DB sets it: budget:importance).
         self.min_rank = float("-inf")
         self.rank_edges = None
-        self.domains = section.domain_base_urls > 0
+        #: Domain budgets by support (BEAST), by the pages a domain showed, either.
+        self.support = section.domain_base_urls > 0
+        self.trial = section.domain_trial_urls > 0
+        self.domains = self.support or self.trial
         self.shapes = section.shape_base_urls > 0
 
     @property
@@ -147,7 +154,7 @@ class Budgets:
                 if self.section.seed_domains_unbudgeted:
                     store.put(f"T\t{host_key(domain)}", 1)
                 continue
-            if not via or not self.domains:
+            if not via or not self.support:
                 continue
             source = registered_domain(host_of(via))
             if source == domain:
@@ -166,7 +173,7 @@ class Budgets:
     def saw_outlinks(self, domain: str, targets: Iterable[str]) -> None:
         """Note the other domains a page of ``domain`` links to: support they gave it is
         taken back (they link each other)."""
-        if not self.domains:
+        if not self.support:
             return
         store = self._store
         for target in targets:
@@ -179,15 +186,21 @@ class Budgets:
                 self._add(f"N\t{host_key(domain)}", -1)
 
     def saw_outcome(self, url: str, status: str, http_status: int, reason: str) -> None:
-        """A fetch outcome: a good page raises its shape's budget."""
-        if (self.shapes and status == Status.FETCHED.value and 200 <= http_status < 300
+        """A fetch outcome: a good page raises its shape's and its domain's budgets."""
+        if (status == Status.FETCHED.value and 200 <= http_status < 300
                 and not reason.startswith("duplicate")):
-            self._add(f"G\t{host_key(host_of(url))}\t{shape_key(url)}")
+            self._count_good(url, 1)
 
     def saw_near_duplicate(self, url: str) -> None:
         """A page found a near-duplicate: it was not good after all."""
+        self._count_good(url, -1)
+
+    def _count_good(self, url: str, amount: int) -> None:
+        host = host_of(url)
         if self.shapes:
-            self._add(f"G\t{host_key(host_of(url))}\t{shape_key(url)}", -1)
+            self._add(f"G\t{host_key(host)}\t{shape_key(url)}", amount)
+        if self.trial:
+            self._add(f"Y\t{host_key(registered_domain(host))}", amount)
 
     def released(self, hosts: np.ndarray, shapes: np.ndarray) -> None:
         """Count new URLs released (the host and shape hashes of their records)."""
@@ -218,11 +231,18 @@ class Budgets:
 
     def domain_budget(self, group: int) -> int:
         """URLs the domain of this hash may have released, as of now."""
-        store = self._store
+        store, section = self._store, self.section
         if not self.domains or group < 0 or store.get(f"T\t{group}"):
             return UNLIMITED
-        support = store.get(f"N\t{group}") or 0
-        return self.section.domain_base_urls + self.section.domain_urls_per_linking_domain * support
+        budget = UNLIMITED
+        if self.support:
+            support = store.get(f"N\t{group}") or 0
+            budget = section.domain_base_urls + section.domain_urls_per_linking_domain * support
+        if self.trial:
+            good = store.get(f"Y\t{group}") or 0
+            budget = min(budget, section.domain_trial_urls
+                         + int(section.domain_urls_per_good_page * good))
+        return budget
 
     def domain_room(self, group: int) -> int:
         budget = self.domain_budget(group)

@@ -115,8 +115,43 @@ def test_a_shape_budget_grows_with_its_good_pages_only() -> None:
     budgets.saw_outcome(days[3], "REDIRECT", 301, "http:301")
     assert _shape_room(budgets, days[5]) == 0
     assert _shape_room(budgets, "http://b.org/cal?day=1") == 2  # another host: its own
-    off = Budgets(MemoryStore(), AdmissionSection(domain_base_urls=0, shape_base_urls=0))
+    off = Budgets(MemoryStore(), AdmissionSection(domain_base_urls=0, domain_trial_urls=0,
+                                                  shape_base_urls=0))
     assert not off.enabled
+
+
+def test_a_domain_stays_at_its_trial_until_its_pages_prove_good() -> None:
+    """However many domains link to it, a domain gets domain_trial_urls, plus
+    domain_urls_per_good_page for each of its pages that proved good, on all its hosts."""
+    section = AdmissionSection(domain_base_urls=100, domain_urls_per_linking_domain=100,
+                               domain_trial_urls=3, domain_urls_per_good_page=2.0,
+                               shape_base_urls=0)
+    budgets = Budgets(MemoryStore(), section)
+    pages = [f"http://{host}.farm.test/deals-{i}.html" for i in range(6) for host in "ab"]
+    budgets.saw_found([(page, "L", f"http://site{n}.org/") for n, page in enumerate(pages)])
+    assert _room(budgets, "a.farm.test") == 3
+    budgets.released(np.array([host_key("a.farm.test"), host_key("b.farm.test")]),
+                     np.zeros(2, dtype=np.uint32))
+    assert _room(budgets, "b.farm.test") == 1
+    # Copies, near-duplicates and errors prove nothing.
+    budgets.saw_outcome(pages[0], "FETCHED", 200, "duplicate:payload")
+    budgets.saw_outcome(pages[1], "FETCHED", 200, "")
+    budgets.saw_near_duplicate(pages[1])
+    budgets.saw_outcome(pages[2], "HTTP_ERROR", 404, "http:404")
+    assert _room(budgets, "a.farm.test") == 1
+    # A good page of either host: two more for the domain.
+    budgets.saw_outcome(pages[3], "FETCHED", 200, "")
+    assert _room(budgets, "a.farm.test") == 3
+    # The bound by support still holds where it is the smaller.
+    tight = Budgets(MemoryStore(), dataclasses.replace(section, domain_base_urls=1,
+                                                      domain_urls_per_linking_domain=1))
+    tight.saw_found([(pages[0], "L", "http://site0.org/")])
+    for _ in range(5):
+        tight.saw_outcome(pages[3], "FETCHED", 200, "")
+    assert _room(tight, "a.farm.test") == 2
+    # The seeds' domains are held to neither.
+    budgets.saw_found([("http://www.farm.test/", "", "")])
+    assert _room(budgets, "a.farm.test") == UNLIMITED
 
 
 def test_counters_go_through_the_cache() -> None:
