@@ -57,7 +57,7 @@ __all__ = [
     "retry_after_ms",
 ]
 
-#: Reason prefixes of fetches that got no usable connection (crawl/http/fetcher.py's vocabulary).
+#: Reason prefixes of fetches that got no usable connection (crawl/http/client.py's vocabulary).
 CONNECTION_FAILURES = ("timeout:", "connect:", "dns:")
 #: The consecutive-failure count saturates here (it is kept in a 32-bit state field).
 MAX_FAILURES = 1_000_000

@@ -53,6 +53,14 @@ VOCABULARY_ALLOWED: dict[str, set[str]] = {
     "crawl.savepoint_files": {"crawl.layout"},
     "crawl.fetch_requests": set(),
 }
+#: Inside ``crawl.http``: the client on top of its parts, each part on its own.
+HTTP_ALLOWED: dict[str, set[str]] = {
+    "crawl.http.io_loop": set(),
+    "crawl.http.address_guard": set(),
+    "crawl.http.body": set(),
+    "crawl.http.dns": {"crawl.http.address_guard"},
+    "crawl.http.client": {"crawl.http.address_guard", "crawl.http.body", "crawl.http.dns"},
+}
 PROJECT = ("crawl", "drum", "synthweb", "operators", "job")
 
 
@@ -129,6 +137,18 @@ def test_the_table_catches_wrong_imports(tmp_path: Path) -> None:
         "crawl.config imports crawl.urls.scope",
         "crawl.urls.scope imports crawl.processing",
     ]
+
+
+def test_the_http_client_sits_on_its_parts() -> None:
+    modules = {module: path for module, path in _modules("crawl/http") if module != "crawl.http"}
+    assert set(modules) == set(HTTP_ALLOWED)
+    wrong = [
+        f"{module} imports {imported}"
+        for module, path in modules.items()
+        for imported in sorted(_imports(path))
+        if imported.startswith("crawl.http") and imported not in HTTP_ALLOWED[module]
+    ]
+    assert wrong == []
 
 
 def test_plain_packages_do_not_import_pyflink() -> None:
