@@ -10,7 +10,7 @@ of every request (absolute-form ``GET http://h3.synth.test/p/3 HTTP/1.1``):
   on one asyncio loop;
 - ``aiohttp-fed``: the same, but the loop runs in a thread of its own, fed from the main thread
   with ``run_coroutine_threadsafe`` as the crawler's fetch operator does in PyFlink's thread
-  mode (``crawl.http.fetcher.IoLoop``): the cost of that handoff included;
+  mode (``crawl.http.io_loop.IoLoop``): the cost of that handoff included;
 - ``httpx``: one ``httpx.AsyncClient`` with the proxy configured on the client, on one loop;
 - ``raw``: not a candidate but the floor: HTTP/1.1 written by hand over asyncio streams (one
   keep-alive connection per lane, Content-Length bodies only), i.e. what asyncio and the kernel
@@ -365,7 +365,7 @@ def crawl_from_another_thread(
     """As ``crawl_with_loop``, but the loop runs in its own thread and this thread feeds it.
 
     The shape of the crawler's fetch operator in PyFlink's thread mode
-    (``crawl.http.fetcher.IoLoop``): the operator's thread submits each fetch with
+    (``crawl.http.io_loop.IoLoop``): the operator's thread submits each fetch with
     ``run_coroutine_threadsafe`` and collects the finished ones from a queue, so the figure includes
     the handoff between the two threads.
     """

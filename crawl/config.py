@@ -205,7 +205,7 @@ _CONNECT_TO = re.compile(r"([^:\[\]\s]*):(\d*):(\[[^\]\s]*\]|[^:\[\]\s]+):(\d*)"
 @dataclasses.dataclass(frozen=True)
 class FetchSection:
     """The HTTP client: timeouts, size and header limits, proxy, concurrency, the address
-    guard, the DNS cache and the accepted content types (see crawl/http/fetcher.py)."""
+    guard, the DNS cache and the accepted content types (see crawl/http/)."""
 
     connect_timeout_seconds: float = 10.0
     read_timeout_seconds: float = 20.0

@@ -71,7 +71,7 @@ from crawl.hops import (
     sitemap_level,
     way_found,
 )
-from crawl.http.fetcher import NOT_MODIFIED
+from crawl.http.client import NOT_MODIFIED
 from crawl.loop.records import DoneEvent, FoundUrl, encode_line, url_vnode
 from crawl.model import FetchResult
 from crawl.progress import StageStatus

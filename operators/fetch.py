@@ -54,7 +54,8 @@ from crawl.frontier.scheduler import (
     upgrade_host_row,
 )
 from crawl.hops import is_sitemap_hops
-from crawl.http.fetcher import HttpFetcher, IoLoop
+from crawl.http.client import HttpFetcher
+from crawl.http.io_loop import IoLoop
 from crawl.layout import OutputLayout
 from crawl.model import FetchResult
 from crawl.progress import RunningMean, StageStatus

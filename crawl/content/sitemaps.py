@@ -59,7 +59,7 @@ from collections import Counter
 from lxml import etree
 
 from crawl.config import SitemapsSection
-from crawl.http.fetcher import BodyDecoder, BodyError
+from crawl.http.body import BodyDecoder, BodyError
 
 __all__ = [
     "MAX_LOC_LENGTH",

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from crawl.config import RecrawlSection, parse_recrawl_overrides
+from crawl.http.dates import format_http_date, parse_http_date
 from drum import NEVER, RECRAWL_FIELDS
 from drum.record import DIGEST_IS_SIMHASH, ETAG_LENGTH_MASK, ETAG_WEAK, pack_etag, unpack_etag
 
@@ -61,7 +62,6 @@ __all__ = [
     "conditional_headers",
     "digest64",
     "is_refetch",
-    "format_http_date",
     "parse_etag",
     "parse_last_modified",
     "parse_lastmod",
@@ -104,21 +104,18 @@ def parse_etag(value: str | None) -> tuple[str, bool] | None:
     return match.group(2), bool(match.group(1))
 
 
-def parse_last_modified(value: str | None) -> int:
+def parse_last_modified(value: str | None, now_s: int) -> int:
     """Seconds since the epoch of a ``Last-Modified`` header, 0 when absent or invalid (RFC
-    9110: an invalid date is ignored). Lenient where
-    :func:`crawl.frontier.politeness.parse_http_date` (``Retry-After``) is strict: a numeric
-    zone or a lower-case name still dates the page, and a wrong date costs no more than a
-    conditional request."""
+    9110: an invalid date is ignored). Read leniently
+    (:func:`crawl.http.dates.parse_http_date`), unlike ``Retry-After``: a numeric zone or a
+    lower-case name still dates the page, and a wrong date costs no more than a conditional
+    request. ``now_s`` places a two-digit year."""
     if not value:
         return 0
-    try:
-        parsed = email.utils.parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
+    moment = parse_http_date(value, now_s * 1000, lenient=True)
+    if moment is None:
         return 0
-    if parsed is None or parsed.tzinfo is None:  # RFC 9110 dates are always GMT
-        return 0
-    seconds = int(parsed.timestamp())
+    seconds = moment // 1000
     return seconds if 0 < seconds <= _U4 else 0
 
 
@@ -157,11 +154,6 @@ def _iso_for_fromisoformat(text: str) -> str:
     a second as 6 digits, forms every supported Python's ``fromisoformat`` reads."""
     text = _ISO_FRACTION.sub(lambda m: f"{m[1]}.{m[2][:6].ljust(6, '0')}", text, count=1)
     return _ISO_ZONE.sub(lambda m: f"{m[1]}{m[2] or '+00'}:{m[3] or '00'}", text, count=1)
-
-
-def format_http_date(seconds: int) -> str:
-    """The IMF-fixdate of ``seconds`` since the epoch (``Sun, 06 Nov 1994 08:49:37 GMT``)."""
-    return email.utils.formatdate(seconds, usegmt=True)
 
 
 def digest64(sha1_digest: str) -> int:
@@ -375,7 +367,7 @@ class RecrawlSchedule:
     ) -> tuple[RecrawlState, int, str]:
         section = self.section
         etag = parse_etag(seen.etag)
-        modified = parse_last_modified(seen.last_modified)
+        modified = parse_last_modified(seen.last_modified, now_s)
         if seen.not_modified:
             # A 304 may update the validators (RFC 9110 15.4.5); the content is as captured.
             changed, digest, simhash, captured = False, state.digest, state.simhash, (

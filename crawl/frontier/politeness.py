@@ -32,15 +32,13 @@ clock is read here.
 
 from __future__ import annotations
 
-import calendar
 import collections
 import dataclasses
-import datetime
 import enum
 import re
-import time
 
 from crawl.config import PolitenessSection
+from crawl.http.dates import parse_http_date
 
 __all__ = [
     "BackOff",
@@ -52,12 +50,11 @@ __all__ = [
     "classify",
     "may_retry",
     "next_allowed_start_ms",
-    "parse_http_date",
     "poll_delay_ms",
     "retry_after_ms",
 ]
 
-#: Reason prefixes of fetches that got no usable connection (crawl/http/fetcher.py's vocabulary).
+#: Reason prefixes of fetches that got no usable connection (crawl/http/client.py's vocabulary).
 CONNECTION_FAILURES = ("timeout:", "connect:", "dns:")
 #: The consecutive-failure count saturates here (it is kept in a 32-bit state field).
 MAX_FAILURES = 1_000_000
@@ -101,58 +98,15 @@ def poll_delay_ms(elapsed_ms: int, expected_ms: int) -> int:
 
 # -- Retry-After ------------------------------------------------------------------------------
 
-_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
-_DAY_LONG = r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
-_MONTH = r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
-_TIME = r"([0-9]{2}):([0-9]{2}):([0-9]{2})"
-_MONTHS = {name: number for number, name in enumerate(calendar.month_abbr) if name}
-#: RFC 9110 5.6.7: IMF-fixdate (preferred), then the obsolete RFC 850 and asctime forms.
-_IMF_FIXDATE = re.compile(rf"{_DAY}, ([0-9]{{2}}) {_MONTH} ([0-9]{{4}}) {_TIME} GMT")
-_RFC850_DATE = re.compile(rf"{_DAY_LONG}, ([0-9]{{2}})-{_MONTH}-([0-9]{{2}}) {_TIME} GMT")
-_ASCTIME_DATE = re.compile(rf"{_DAY} {_MONTH} ([0-9]{{2}}| [0-9]) {_TIME} ([0-9]{{4}})")
 _DELTA_SECONDS = re.compile(r"[0-9]+")
-
-
-def parse_http_date(value: str, now_ms: int) -> int | None:
-    """An HTTP-date (RFC 9110 5.6.7, all three forms) as milliseconds since the epoch, or None
-    when ``value`` is not one (or names no real moment, such as 30 February).
-
-    Surrounding whitespace is ignored; otherwise the grammar is strict (names are
-    case-sensitive, GMT is the only zone). The weekday is not checked against the date. A
-    two-digit RFC 850 year is the one of its century nearest ``now_ms``, never more than 50
-    years ahead, as RFC 9110 requires. A leap second (``:60``) is the next second.
-    """
-    text = value.strip()
-    if match := _IMF_FIXDATE.fullmatch(text):
-        day, month, year, hour, minute, second = match.groups()
-        full_year = int(year)
-    elif match := _RFC850_DATE.fullmatch(text):
-        day, month, year, hour, minute, second = match.groups()
-        this_year = time.gmtime(now_ms // 1000).tm_year
-        full_year = this_year - this_year % 100 + int(year)
-        if full_year > this_year + 50:
-            full_year -= 100
-    elif match := _ASCTIME_DATE.fullmatch(text):
-        month, day, hour, minute, second, year = match.groups()
-        full_year = int(year)
-    else:
-        return None
-    numbers = (int(day), int(hour), int(minute), int(second))
-    if numbers[1] > 23 or numbers[2] > 59 or numbers[3] > 60:
-        return None
-    try:
-        datetime.date(full_year, _MONTHS[month], numbers[0])
-    except ValueError:
-        return None
-    seconds = calendar.timegm((full_year, _MONTHS[month], *numbers, 0, 0, 0))
-    return seconds * 1000
 
 
 def retry_after_ms(value: str | None, received_ms: int, date: str | None = None) -> int | None:
     """How long a ``Retry-After`` header asks to wait, in ms, or None if it is absent or bad.
 
-    ``value`` is delta-seconds (ASCII digits only: no sign, no fraction) or an HTTP-date. A date
-    is counted from the response's own ``Date`` header when that is a valid HTTP-date (so a
+    ``value`` is delta-seconds (ASCII digits only: no sign, no fraction) or an HTTP-date, read
+    strictly (:func:`crawl.http.dates.parse_http_date`): the wait hangs on it. A date is
+    counted from the response's own ``Date`` header when that is a valid HTTP-date (so a
     server whose clock is off still gets the wait it meant), else from ``received_ms``; a date
     in the past means no wait (0). Not capped here: see :func:`back_off`.
     """

@@ -1,3 +1,4 @@
-"""The HTTP client of the fetch stage: aiohttp on a background event loop, with timeouts, the
-private-address guard, a DNS cache and body decoding with size and ratio limits
-(``fetcher``)."""
+"""The HTTP client of the fetch stage and its parts: the client itself (``client``: single GETs,
+every outcome a recorded status), the event loop it runs on (``io_loop``), the address guard
+(``address_guard``), name resolution with its cache (``dns``), body decoding and the
+content-type filter (``body``), and the parser of HTTP-dates (``dates``)."""

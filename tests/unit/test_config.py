@@ -17,6 +17,7 @@ from crawl.config import (
     ConfigError,
     ConnectTo,
     CrawlSection,
+    FetchSection,
     UserAgentSection,
     load_config,
     parse_override,
@@ -372,3 +373,48 @@ def test_parse_settings_build_the_link_extractor_for_our_token() -> None:
     assert parsed.noindex
     assert parsed.links == [("http://a.test/a", "L")]
     assert parsed.rejected["parse:over-limit"] == 1
+
+
+# -- the fetch section ------------------------------------------------------------------------
+
+
+def test_fetch_defaults() -> None:
+    fetch = FetchSection()
+    assert fetch.allow_private_addresses is False
+    assert (fetch.dns_cache_seconds, fetch.dns_negative_cache_seconds) == (300.0, 60.0)
+    assert fetch.max_decompression_ratio == 100.0
+    assert (fetch.max_header_bytes, fetch.max_headers) == (16384, 256)
+    assert fetch.accept_content_types == ()
+
+
+def test_fetch_overrides_are_coerced() -> None:
+    config = load_config(overrides={
+        "fetch.allow_private_addresses": "true",
+        "fetch.accept_content_types": "text/html, text/*",
+        "fetch.max_decompression_ratio": "0",
+        "fetch.dns_negative_cache_seconds": "0",
+    })
+    assert config.fetch.allow_private_addresses is True
+    assert config.fetch.accept_content_types == ("text/html", "text/*")
+    assert config.fetch.max_decompression_ratio == 0.0
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("dns_cache_seconds", "-1"),
+        ("dns_negative_cache_seconds", "-0.5"),
+        ("max_decompression_ratio", "0.5"),
+        ("max_decompression_ratio", "-3"),
+        ("max_header_bytes", "100"),
+        ("max_header_bytes", "99999999"),
+        ("max_headers", "0"),
+        ("accept_content_types", "html"),
+        ("accept_content_types", "text/html;charset=utf-8"),
+        ("accept_content_types", "*/html"),
+        ("allow_private_addresses", "maybe"),
+    ],
+)
+def test_bad_fetch_values_name_their_key(key: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^fetch\.{key}: "):
+        load_config(overrides={f"fetch.{key}": value})

@@ -25,15 +25,16 @@ VOCABULARY = {"crawl.config", "crawl.status", "crawl.hops", "crawl.model", "craw
               "crawl.memory", "crawl.progress", "crawl.savepoint_files", "crawl.compat",
               "crawl.fetch_requests"}
 
-#: What each unit may import besides itself, the vocabulary and the standard library.
+#: What each unit may import besides itself, the vocabulary and the standard library: whole
+#: units, or single modules of one.
 ALLOWED: dict[str, set[str]] = {
     "crawl.urls": set(),
     "crawl.http": set(),
-    "crawl.frontier": set(),
+    "crawl.frontier": {"crawl.http.dates"},
     "crawl.archive": {"crawl.urls"},
     "crawl.loop": {"crawl.urls"},
     "crawl.content": {"crawl.urls", "crawl.http", "crawl.loop"},
-    "crawl.crawldb": {"crawl.urls", "crawl.loop", "drum"},
+    "crawl.crawldb": {"crawl.urls", "crawl.loop", "crawl.http.dates", "drum"},
     "crawl.processing": {"crawl.urls", "crawl.http", "crawl.archive", "crawl.loop",
                          "crawl.content", "crawl.crawldb"},
     "crawl.report": {"crawl.archive", "crawl.frontier"},
@@ -52,6 +53,15 @@ VOCABULARY_ALLOWED: dict[str, set[str]] = {
     "crawl.progress": {"crawl.memory"},
     "crawl.savepoint_files": {"crawl.layout"},
     "crawl.fetch_requests": set(),
+}
+#: Inside ``crawl.http``: the client on top of its parts, each part on its own.
+HTTP_ALLOWED: dict[str, set[str]] = {
+    "crawl.http.io_loop": set(),
+    "crawl.http.dates": set(),
+    "crawl.http.address_guard": set(),
+    "crawl.http.body": set(),
+    "crawl.http.dns": {"crawl.http.address_guard"},
+    "crawl.http.client": {"crawl.http.address_guard", "crawl.http.body", "crawl.http.dns"},
 }
 PROJECT = ("crawl", "drum", "synthweb", "operators", "job")
 
@@ -96,7 +106,7 @@ def _violations(package: str, root: Path = ROOT) -> list[str]:
                 allowed = VOCABULARY_ALLOWED[unit] | {unit}
             else:
                 allowed = ALLOWED[unit] | VOCABULARY | {unit}
-            if target not in allowed:
+            if target not in allowed and imported not in allowed:
                 wrong.append(f"{module} imports {imported}")
     return wrong
 
@@ -120,15 +130,32 @@ def test_operators_and_job_sit_above_the_plain_packages() -> None:
 
 def test_the_table_catches_wrong_imports(tmp_path: Path) -> None:
     (tmp_path / "crawl" / "urls").mkdir(parents=True)
+    (tmp_path / "crawl" / "frontier").mkdir(parents=True)
     (tmp_path / "crawl" / "config.py").write_text(
         "def policy():\n    from crawl.urls.scope import UrlPolicy\n", encoding="utf-8")
     (tmp_path / "crawl" / "urls" / "scope.py").write_text(
         "from crawl.config import ScopeSection\nfrom crawl.processing import PageProcessor\n",
         encoding="utf-8")
+    (tmp_path / "crawl" / "frontier" / "politeness.py").write_text(
+        "from crawl.http.dates import parse_http_date\nfrom crawl.http.client import HttpFetcher\n",
+        encoding="utf-8")
     assert _violations("crawl", tmp_path) == [
         "crawl.config imports crawl.urls.scope",
+        "crawl.frontier.politeness imports crawl.http.client",
         "crawl.urls.scope imports crawl.processing",
     ]
+
+
+def test_the_http_client_sits_on_its_parts() -> None:
+    modules = {module: path for module, path in _modules("crawl/http") if module != "crawl.http"}
+    assert set(modules) == set(HTTP_ALLOWED)
+    wrong = [
+        f"{module} imports {imported}"
+        for module, path in modules.items()
+        for imported in sorted(_imports(path))
+        if imported.startswith("crawl.http") and imported not in HTTP_ALLOWED[module]
+    ]
+    assert wrong == []
 
 
 def test_plain_packages_do_not_import_pyflink() -> None:

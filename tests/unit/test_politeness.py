@@ -23,7 +23,6 @@ from crawl.frontier.politeness import (
     classify,
     may_retry,
     next_allowed_start_ms,
-    parse_http_date,
     poll_delay_ms,
     retry_after_ms,
 )
@@ -171,103 +170,15 @@ def test_poll_delay_costs_a_slow_fetch_few_wakeups() -> None:
     assert wakeups <= 110  # about ten a second once past the first few hundred ms
 
 
-# -- HTTP-date and Retry-After ----------------------------------------------------------------
+# -- Retry-After ------------------------------------------------------------------------------
 
 
 def _at(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> int:
     return calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)) * 1000
 
 
-#: "Now" for the date tables: 2026-11-22 04:53:05 UTC.
+#: "Now" for the Retry-After tables: 2026-11-22 04:53:05 UTC.
 NOW = _at(2026, 11, 22, 4, 53, 5)
-RFC_EXAMPLE = _at(1994, 11, 6, 8, 49, 37)
-
-HTTP_DATES = [
-    # the three forms of RFC 9110 5.6.7, with its own example
-    ("Sun, 06 Nov 1994 08:49:37 GMT", RFC_EXAMPLE),
-    ("Sunday, 06-Nov-94 08:49:37 GMT", RFC_EXAMPLE),
-    ("Sun Nov  6 08:49:37 1994", RFC_EXAMPLE),
-    ("Sun Nov 06 08:49:37 1994", RFC_EXAMPLE),  # date3 allows 2DIGIT too
-    ("Sun Nov 16 08:49:37 1994", _at(1994, 11, 16, 8, 49, 37)),
-    # every month name, day boundaries, a leap day
-    ("Thu, 01 Jan 1970 00:00:00 GMT", 0),
-    ("Tue, 28 Feb 2023 23:59:59 GMT", _at(2023, 2, 28, 23, 59, 59)),
-    ("Thu, 29 Feb 2024 12:00:00 GMT", _at(2024, 2, 29, 12)),
-    ("Wed, 31 Mar 2027 00:00:00 GMT", _at(2027, 3, 31)),
-    ("Fri, 30 Apr 2027 00:00:00 GMT", _at(2027, 4, 30)),
-    ("Mon, 31 May 2027 00:00:00 GMT", _at(2027, 5, 31)),
-    ("Wed, 30 Jun 2027 00:00:00 GMT", _at(2027, 6, 30)),
-    ("Sat, 31 Jul 2027 00:00:00 GMT", _at(2027, 7, 31)),
-    ("Tue, 31 Aug 2027 00:00:00 GMT", _at(2027, 8, 31)),
-    ("Thu, 30 Sep 2027 00:00:00 GMT", _at(2027, 9, 30)),
-    ("Sun, 31 Oct 2027 00:00:00 GMT", _at(2027, 10, 31)),
-    ("Fri, 31 Dec 2027 23:59:59 GMT", _at(2027, 12, 31, 23, 59, 59)),
-    # a leap second is the next second
-    ("Sat, 31 Dec 2016 23:59:60 GMT", _at(2017, 1, 1)),
-    # the weekday is not checked against the date
-    ("Mon, 06 Nov 1994 08:49:37 GMT", RFC_EXAMPLE),
-    # surrounding whitespace is ignored
-    ("  Sun, 06 Nov 1994 08:49:37 GMT\t", RFC_EXAMPLE),
-    # two-digit years (now is 2026): never more than 50 years ahead
-    ("Sunday, 22-Nov-26 04:53:05 GMT", NOW),
-    ("Saturday, 01-Jan-00 00:00:00 GMT", _at(2000, 1, 1)),
-    ("Wednesday, 01-Jan-76 00:00:00 GMT", _at(2076, 1, 1)),
-    ("Friday, 01-Jan-77 00:00:00 GMT", _at(1977, 1, 1)),
-    ("Friday, 31-Dec-99 23:59:59 GMT", _at(1999, 12, 31, 23, 59, 59)),
-]
-
-
-@pytest.mark.parametrize(("text", "expected"), HTTP_DATES)
-def test_parse_http_date(text: str, expected: int) -> None:
-    assert parse_http_date(text, NOW) == expected
-
-
-NOT_HTTP_DATES = [
-    "",
-    "   ",
-    "now",
-    "0",
-    "120",
-    # a zone other than GMT, or none where one is required
-    "Sun, 06 Nov 1994 08:49:37 UTC",
-    "Sun, 06 Nov 1994 08:49:37 +0000",
-    "Sun, 06 Nov 1994 08:49:37",
-    "Sun Nov  6 08:49:37 1994 GMT",
-    # names are case-sensitive and must be real
-    "sun, 06 Nov 1994 08:49:37 GMT",
-    "Sun, 06 NOV 1994 08:49:37 GMT",
-    "Sun, 06 Nox 1994 08:49:37 GMT",
-    "Sunday, 06 Nov 1994 08:49:37 GMT",  # the long day name belongs to RFC 850 only
-    "Sun, 06-Nov-94 08:49:37 GMT",  # ... and RFC 850 needs it
-    # field widths
-    "Sun, 6 Nov 1994 08:49:37 GMT",
-    "Sun, 06 Nov 94 08:49:37 GMT",
-    "Sun, 06 Nov 1994 8:49:37 GMT",
-    "Sunday, 06-Nov-1994 08:49:37 GMT",
-    "Sun Nov 6 08:49:37 1994",
-    # dates and times that do not exist
-    "Fri, 30 Feb 2024 00:00:00 GMT",
-    "Tue, 29 Feb 2023 00:00:00 GMT",
-    "Sun, 31 Nov 1994 08:49:37 GMT",
-    "Sun, 00 Nov 1994 08:49:37 GMT",
-    "Sun, 06 Nov 1994 24:00:00 GMT",
-    "Sun, 06 Nov 1994 08:60:00 GMT",
-    "Sun, 06 Nov 1994 08:49:61 GMT",
-    "Sat, 01 Jan 0000 00:00:00 GMT",
-    # spacing and punctuation
-    "Sun,  06 Nov 1994 08:49:37 GMT",
-    "Sun 06 Nov 1994 08:49:37 GMT",
-    "Sun, 06 Nov 1994 08:49:37 GMT, Mon, 07 Nov 1994 08:49:37 GMT",
-    "Sun, 06 Nov 1994 08.49.37 GMT",
-    # digits that are not ASCII
-    "Sun, ٠٦ Nov 1994 08:49:37 GMT",
-]
-
-
-@pytest.mark.parametrize("text", NOT_HTTP_DATES)
-def test_parse_http_date_refuses_junk(text: str) -> None:
-    assert parse_http_date(text, NOW) is None
-
 
 RETRY_AFTER = [
     # delta-seconds

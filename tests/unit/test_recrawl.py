@@ -14,13 +14,13 @@ from crawl.crawldb.recrawl import (
     Revisit,
     conditional_headers,
     digest64,
-    format_http_date,
     parse_etag,
     parse_last_modified,
     parse_lastmod,
     states_of_records,
     store_states,
 )
+from crawl.http.dates import format_http_date
 from drum import NEVER, neutral
 
 SECTION = RecrawlSection(
@@ -222,17 +222,51 @@ def test_validator_parsing() -> None:
     assert parse_etag('W/"' + "a" * 33 + '"') == ("a" * 33, True)
     assert parse_etag('"' + "z" * 33 + '"') is None
     assert parse_etag('"a"b"') is None
-    assert parse_last_modified("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777
-    # Lenient, unlike Retry-After's parse_http_date: forms servers send besides RFC 9110's.
-    assert parse_last_modified("Sun, 06 Nov 1994 08:49:37 +0000") == 784_111_777
-    assert parse_last_modified("sun, 06 nov 1994 08:49:37 GMT") == 784_111_777
-    assert parse_last_modified("yesterday") == 0
-    assert parse_last_modified(None) == 0
-    assert format_http_date(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT"
     digest = sha1_digest(b"page")
     assert digest64(digest) == digest64(digest) != digest64(sha1_digest(b"other")) != 0
     assert digest64("md5:zz") == 0
     assert digest64("sha1:not base32!") == 0
+
+
+#: 2026-11-22 04:53:05 UTC
+NOW_S = 1_795_323_185
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_777),
+        # every form of RFC 9110, the obsolete ones too
+        ("Sunday, 06-Nov-94 08:49:37 GMT", 784_111_777),
+        ("Sun Nov  6 08:49:37 1994", 784_111_777),
+        # lenient, unlike Retry-After's: forms servers send besides RFC 9110's
+        ("Sun, 06 Nov 1994 08:49:37 +0000", 784_111_777),
+        ("sun, 06 nov 1994 08:49:37 GMT", 784_111_777),
+        ("Sun, 06 Nov 1994 09:49:37 +0100", 784_111_777),
+        # an invalid date is ignored (RFC 9110 8.8.2)
+        ("yesterday", 0),
+        ("Sun, 06 Nov 1994 08:49:37", 0),  # no zone: no moment
+        ("Fri, 30 Feb 2024 00:00:00 GMT", 0),
+        ("", 0),
+        (None, 0),
+        # dates the crawl DB's record cannot hold
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0),
+        ("Wed, 31 Dec 1969 23:59:59 GMT", 0),
+        ("Sun, 07 Feb 2106 06:28:15 GMT", 2**32 - 1),
+        ("Sun, 07 Feb 2106 06:28:16 GMT", 0),
+    ],
+)
+def test_last_modified_parsing(value: str | None, seconds: int) -> None:
+    assert parse_last_modified(value, NOW_S) == seconds
+
+
+def test_a_two_digit_last_modified_year_is_placed_from_now() -> None:
+    # RFC 9110: an RFC 850 year more than 50 years ahead is in the past century.
+    assert parse_last_modified("Thursday, 01-Jan-26 00:00:00 GMT", NOW_S) == 1_767_225_600
+    assert parse_last_modified("Friday, 01-Jan-77 00:00:00 GMT", NOW_S) == 220_924_800
+    in_2076, in_1976 = 3_345_062_400, 189_302_400
+    assert parse_last_modified("Wednesday, 01-Jan-76 00:00:00 GMT", NOW_S) == in_2076
+    assert parse_last_modified("Wednesday, 01-Jan-76 00:00:00 GMT", 1_000_000_000) == in_1976
 
 
 @pytest.mark.parametrize(

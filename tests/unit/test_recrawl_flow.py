@@ -18,7 +18,7 @@ from crawl.crawldb.partition import CrawlDbPartition, partition_directory
 from crawl.crawldb.recrawl import RecrawlState, Revisit
 from crawl.fetch_requests import decode_entries
 from crawl.frontier.host_queue import QueueEntry
-from crawl.http.fetcher import NOT_MODIFIED
+from crawl.http.client import NOT_MODIFIED
 from crawl.loop.records import decode_line, parse_record
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor

@@ -22,7 +22,9 @@ import pytest
 
 from crawl.archive.warc import WarcRecordFactory
 from crawl.config import FetchSection, UserAgentSection
-from crawl.http.fetcher import MAX_REDIRECTS, HttpFetcher, IoLoop, address_reason
+from crawl.http.address_guard import address_reason
+from crawl.http.client import MAX_REDIRECTS, HttpFetcher
+from crawl.http.io_loop import IoLoop
 from crawl.model import FetchResult
 from crawl.status import Status
 

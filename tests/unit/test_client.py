@@ -1,4 +1,4 @@
-"""The HTTP client (crawl.http.fetcher) over real loopback HTTP against the synthetic web."""
+"""The HTTP client (crawl.http.client) over real loopback HTTP against the synthetic web."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from crawl.config import FetchSection, UserAgentSection
-from crawl.http.fetcher import NOT_MODIFIED, HttpFetcher, IoLoop, status_for_http
+from crawl.http.client import NOT_MODIFIED, HttpFetcher, status_for_http
+from crawl.http.io_loop import IoLoop
 from crawl.model import FetchResult
 from crawl.status import Status
 from synthweb import PageKind, SyntheticWebServer, WebConfig
@@ -175,14 +176,3 @@ def test_a_revisit_is_a_conditional_get(io: IoLoop, tmp_path: Path) -> None:
         records = changing_server.request_log()
     assert [(r.status, r.conditional) for r in records] == [(200, False), (304, True),
                                                             (200, True)]
-
-
-def test_io_loop_closes(tmp_path: Path) -> None:
-    loop = IoLoop("closing")
-
-    async def answer() -> int:
-        return 42
-
-    assert loop.run(answer()) == 42
-    loop.close()
-    assert loop.loop.is_closed()
