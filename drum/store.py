@@ -40,8 +40,11 @@ With a **due window** (``DuePolicy.window_urls``, :mod:`drum.due_window`), a sel
 from the records due soonest, held in memory and kept exact by each minor merge, reading
 nothing, while the window lasts; a pass over the runs (a selection's or a major merge's)
 builds it again.
-"""
 
+This module holds the :class:`Drum` (its buffer, operations, state for the job, reading and
+invariants); a merge's work is done by :class:`drum.merge.MergeState`, the due selection by
+:mod:`drum.selection`.
+"""
 
 from __future__ import annotations
 
