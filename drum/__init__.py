@@ -14,8 +14,11 @@ What it is
     operation order), the new keys with their URLs, and after a major merge the URLs due for
     fetching.
     Modules: :mod:`drum.record` (keys, record layout, merge rule), :mod:`drum.files` (file
-    formats), :mod:`drum.manifest` (manifest, garbage collection), :mod:`drum.store` (the
-    :class:`Drum`), :mod:`drum.due_window` (due selections without a pass over the runs).
+    formats), :mod:`drum.manifest` (manifest, garbage collection), :mod:`drum.config` (sizes
+    and policies), :mod:`drum.journal` (operations and their journal), :mod:`drum.results`
+    (what a merge delivers), :mod:`drum.store` (the :class:`Drum`), :mod:`drum.merge` (one
+    merge), :mod:`drum.fold` (runs folded in key order), :mod:`drum.selection` (the due
+    selection), :mod:`drum.due_window` (due selections without a pass over the runs).
 
 Merge rule (:func:`combine`; flink-crawler's DefaultUrlStateMerger)
     unfetched + unfetched sums the scores and keeps the earliest next fetch; otherwise the
@@ -87,6 +90,7 @@ Hooks for the job (checkpoint consistency without a snapshot hook)
     * Time is an argument (``now_ms``) of every call that may merge: deterministic tests.
 """
 
+from drum.config import ArchivePolicy, DrumConfig, DuePolicy
 from drum.errors import (
     DrumCorruptError,
     DrumError,
@@ -95,6 +99,7 @@ from drum.errors import (
     DrumWriteError,
 )
 from drum.files import FileInfo, checksum
+from drum.journal import CHECK, CHECK_UPDATE, UPDATE, JournalChunk
 from drum.manifest import (
     Counters,
     Manifest,
@@ -122,21 +127,9 @@ from drum.record import (
     url_key,
     url_keys,
 )
-from drum.store import (
-    CHECK,
-    CHECK_UPDATE,
-    UPDATE,
-    ArchivePolicy,
-    Checks,
-    Drum,
-    DrumConfig,
-    DuePolicy,
-    DueSelection,
-    JournalChunk,
-    MergeResult,
-    NewKeys,
-    ReleaseLimits,
-)
+from drum.results import Checks, DueSelection, MergeResult, NewKeys
+from drum.selection import ReleaseLimits
+from drum.store import Drum
 
 __all__ = [
     "CHECK",

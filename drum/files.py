@@ -58,6 +58,7 @@ __all__ = [
     "KIND_DELTA",
     "KIND_MAIN",
     "FileInfo",
+    "ManifestWriter",
     "Opener",
     "PayloadFile",
     "PayloadWriter",
@@ -469,6 +470,17 @@ class PayloadWriter(_Writer):
         """The whole file from one blob."""
         self.append(blob)
         return self.finish()
+
+
+class ManifestWriter(_Writer):
+    """Writes one manifest file: the manifest's bytes as they are (they carry their own
+    checksum: :mod:`drum.manifest`), created, flushed and fsynced like every DRUM file."""
+
+    def write(self, blob: bytes) -> FileInfo:
+        """The whole file from ``blob``; its :class:`FileInfo` has no records or checksum."""
+        self._write(blob)
+        self._finish()
+        return FileInfo(os.path.basename(self.path), len(blob), 0, 0)
 
 
 class PayloadFile(_ReadFile):

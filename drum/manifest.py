@@ -35,6 +35,7 @@ __all__ = [
     "ManifestHistory",
     "collect_garbage",
     "drum_file_names",
+    "manifest_serials",
     "referenced_files",
 ]
 
@@ -202,6 +203,15 @@ def drum_file_names(directory: str) -> list[str]:
     except FileNotFoundError:
         return []
     return sorted(name for name in names if _FILE_NAME.match(name))
+
+
+def manifest_serials(directory: str) -> dict[str, int]:
+    """The manifest files of ``directory`` and their serials. O(files in the directory)."""
+    return {
+        name: int(name.split("-")[1], 16)
+        for name in drum_file_names(directory)
+        if name.startswith("manifest-") and name.endswith(".json")
+    }
 
 
 def collect_garbage(

@@ -30,8 +30,9 @@ from drum import (
     url_keys,
 )
 from drum.files import _RUN_HEADER, _RUN_TRAILER, _TABLE, HEADER_SIZE, FileInfo
+from drum.journal import decode_ops
+from drum.merge import pack_plan
 from drum.record import READABLE_LAYOUTS, RECORD, neutral, record_dict
-from drum.store import decode_ops, pack_plan
 
 SMALL = DrumConfig(buffer_ops=50, block_records=8, max_deltas=3, fsync=False)
 

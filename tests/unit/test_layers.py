@@ -1,9 +1,10 @@
 """The layers of the code: which package may import which, and none of the plain ones pyflink.
 
 ``crawl/`` holds the plain logic in subpackages over a shared vocabulary; ``drum/`` stands
-alone; ``operators/`` adapts both to Flink and ``job/`` builds and runs the job. An import
-against the table below (a new cycle, say, or the configuration reaching into the code it
-configures) fails here, naming the importing module.
+alone, its modules in an order of their own (the store on top); ``operators/`` adapts both to
+Flink and ``job/`` builds and runs the job. An import against the tables below (a new cycle,
+say, or the configuration reaching into the code it configures) fails here, naming the
+importing module.
 """
 
 from __future__ import annotations
@@ -63,6 +64,26 @@ HTTP_ALLOWED: dict[str, set[str]] = {
     "crawl.http.dns": {"crawl.http.address_guard"},
     "crawl.http.client": {"crawl.http.address_guard", "crawl.http.body", "crawl.http.dns"},
 }
+#: Inside the DRUM: what each of its modules may import of it, lowest first (the file formats
+#: under the manifest, the parts of a merge under the merge, the store on top).
+DRUM_ALLOWED: dict[str, set[str]] = {
+    "drum.errors": set(),
+    "drum.record": set(),
+    "drum.config": set(),
+    "drum.files": {"drum.errors", "drum.record"},
+    "drum.manifest": {"drum.errors", "drum.files", "drum.record"},
+    "drum.journal": {"drum.errors", "drum.files", "drum.record"},
+    "drum.results": {"drum.record"},
+    "drum.fold": {"drum.files", "drum.record"},
+    "drum.due_window": {"drum.record"},
+    "drum.selection": {"drum.config", "drum.record"},
+    "drum.merge": {"drum.errors", "drum.record", "drum.config", "drum.files", "drum.manifest",
+                   "drum.journal", "drum.results", "drum.fold", "drum.due_window",
+                   "drum.selection"},
+    "drum.store": {"drum.errors", "drum.record", "drum.config", "drum.files", "drum.manifest",
+                   "drum.journal", "drum.results", "drum.fold", "drum.due_window",
+                   "drum.selection", "drum.merge"},
+}
 PROJECT = ("crawl", "drum", "synthweb", "operators", "job")
 
 
@@ -111,6 +132,20 @@ def _violations(package: str, root: Path = ROOT) -> list[str]:
     return wrong
 
 
+def _drum_violations(root: Path = ROOT) -> list[str]:
+    """Imports of one DRUM module by another against :data:`DRUM_ALLOWED` (the package's
+    ``__init__`` gathers what it offers from any of them)."""
+    wrong = []
+    for module, path in _modules("drum", root):
+        if module == "drum":
+            continue
+        allowed = DRUM_ALLOWED.get(module, set()) | {module}
+        for imported in sorted(_imports(path)):
+            if _unit(imported) == "drum" and imported not in allowed:
+                wrong.append(f"{module} imports {imported}")
+    return wrong
+
+
 def test_every_crawl_module_has_a_layer() -> None:
     units = {_unit(module) for module, _ in _modules("crawl")} - {"crawl"}
     assert units <= set(ALLOWED) | VOCABULARY, units - set(ALLOWED) - VOCABULARY
@@ -119,6 +154,23 @@ def test_every_crawl_module_has_a_layer() -> None:
 
 def test_plain_packages_import_only_what_their_layer_allows() -> None:
     assert _violations("crawl") + _violations("drum") + _violations("synthweb") == []
+
+
+def test_drum_modules_import_only_those_below_them() -> None:
+    assert {module for module, _ in _modules("drum")} - {"drum"} == set(DRUM_ALLOWED)
+    assert _drum_violations() == []
+
+
+def test_the_drum_table_catches_wrong_imports(tmp_path: Path) -> None:
+    (tmp_path / "drum").mkdir()
+    (tmp_path / "drum" / "results.py").write_text(
+        "from drum.record import RECORD\nfrom drum.store import Drum\n", encoding="utf-8")
+    (tmp_path / "drum" / "config.py").write_text(
+        "def policy():\n    from drum.selection import ReleaseLimits\n", encoding="utf-8")
+    assert _drum_violations(tmp_path) == [
+        "drum.config imports drum.selection",
+        "drum.results imports drum.store",
+    ]
 
 
 def test_operators_and_job_sit_above_the_plain_packages() -> None:
