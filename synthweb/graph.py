@@ -38,7 +38,8 @@ of real sites on many registered domains, link farms, endless spaces, soft 404s)
 the parameters (:mod:`synthweb.config`), the values it answers with (:mod:`synthweb.model`),
 the hosts' plans (:mod:`synthweb.hosts`), their links (:mod:`synthweb.links`), the bodies
 (:mod:`synthweb.render`), the URL-policy profile's links and pages
-(:mod:`synthweb.policy_web`) and those of the other profiles (:mod:`synthweb.profiles`).
+(:mod:`synthweb.policy_web`), the near-duplicate profile's (:mod:`synthweb.neardup_web`) and
+those of the hostile, sitemap and multi-domain profiles (:mod:`synthweb.profiles`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import random
 from collections.abc import Iterable
 
 from synthweb import changing as changing_web
-from synthweb import hostile, neardup, policy, profiles, render
+from synthweb import hostile, policy, profiles, render
 from synthweb import sitemaps as sitemap_web
 from synthweb.config import WebConfig
 from synthweb.domains import UrlKind
@@ -57,12 +58,12 @@ from synthweb.hosts import (
     assign_robots_kinds,
     assign_sitemap_hosts,
     build_plan,
-    showcasing,
 )
 from synthweb.links import draw_links, draw_redirect
-from synthweb.model import HTML_KINDS, Link, Page, PageKind, Response
-from synthweb.policy_web import PolicyWeb
-from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind, Rule
+from synthweb.model import Link, Page, PageKind, Response
+from synthweb.neardup_web import NearDuplicateWeb
+from synthweb.policy_web import PolicyWeb, policy_robots
+from synthweb.robots import RobotsFile, RobotsKind
 from synthweb.truth import DEFAULT_AGENT_TOKEN, ExpectedCrawl, expected_crawl
 from synthweb.urls import canonical_url, host_index, host_name, page_identity, split_url
 
@@ -83,10 +84,10 @@ class SyntheticWeb:
         self._plans: dict[int, HostPlan] = {}
         self._pages: dict[tuple[int, int], Page] = {}
         self._responses: dict[tuple[str, str, bool], Response] = {}
-        self._policy_robots: dict[str, RobotsFile] = {}
+        self._profile_robots: dict[str, RobotsFile] = {}
         # Filled on first use.
         self._in_links: dict[str, int] | None = None
-        self._near_duplicates = self._place_near_duplicates()
+        self._near_duplicates = NearDuplicateWeb(self.config, self._robots_kinds, self._plan)
         self._policy = PolicyWeb(self.config, self._robots_kinds, self._plan)
         #: The changing-web profile's model, when it is on.
         self.changing = changing_web.ChangingWeb(self) if self.config.changing else None
@@ -177,27 +178,13 @@ class SyntheticWeb:
         if self.domains is not None:
             return self.domains.robots(host)
         if host_index(host) is None and sitemap_web.is_sitemap_host(host):
-            _, _, body = sitemap_web.response(host, "/robots.txt")
-            rules = tuple(Rule(False, p) for p in sitemap_web.DISALLOWED.get(host, ()))
-            return RobotsFile(host, RobotsKind.NORMAL, "sitemaps", 200,
-                              "text/plain; charset=utf-8", body, (RobotsGroup(("*",), rules),))
-        if host_index(host) is None and hostile.is_hostile_host(host):
-            robots = self._policy_robots.get(host)
-            if robots is None:
-                robots = self._policy_robots[host] = profiles.hostile_robots(host)
-            return robots
+            return profiles.sitemap_robots(host)
         if host_index(host) is None:
-            robots = self._policy_robots.get(host)
+            robots = self._profile_robots.get(host)
             if robots is None:
-                body = f"# robots.txt for {host}\nUser-agent: *\nDisallow:\n".encode()
-                robots = self._policy_robots[host] = RobotsFile(
-                    host,
-                    RobotsKind.NORMAL,
-                    "allow-all",
-                    200,
-                    "text/plain; charset=utf-8",
-                    body,
-                    (RobotsGroup(("*",), ()),),
+                robots = self._profile_robots[host] = (
+                    profiles.hostile_robots(host) if hostile.is_hostile_host(host)
+                    else policy_robots(host)
                 )
             return robots
         return self._plan(host).robots
@@ -343,87 +330,18 @@ class SyntheticWeb:
         counters, advertisement, tracking parameters and markup on each page; empty with the
         profile off. Every other page of the web, decoys and edited groups included, is a
         near-duplicate of none of them."""
-        return self._near_duplicate_group_urls(edited=False)
+        return self._near_duplicates.group_urls(edited=False)
 
     def near_duplicate_edited_groups(self) -> list[tuple[str, ...]]:
         """The edited groups: as :meth:`near_duplicate_groups`, and besides one to four words
         of the article changed on every copy after the first (``near_duplicate_edited_groups``
         of the configuration); a near-duplicate of none of the other pages."""
-        return self._near_duplicate_group_urls(edited=True)
-
-    def _near_duplicate_group_urls(self, edited: bool) -> list[tuple[str, ...]]:
-        groups: dict[int, list[str]] = {}
-        for url, placement in self._near_duplicate_urls():
-            if placement.decoy < 0 and placement.edited == edited:
-                groups.setdefault(placement.group, []).append(url)
-        return [tuple(groups[g]) for g in sorted(groups)]
+        return self._near_duplicates.group_urls(edited=True)
 
     def near_duplicate_decoys(self) -> list[str]:
         """The decoys of the near-duplicate profile: pages with the boilerplate of a group's
         pages and an article of their own (near-duplicates of nothing); empty with it off."""
-        return [url for url, placement in self._near_duplicate_urls() if placement.decoy >= 0]
-
-    def _near_duplicate_urls(self) -> list[tuple[str, neardup.Placement]]:
-        found = []
-        for index in self._near_duplicates:
-            plan = self._plan(index)
-            for number, placement in (plan.near_duplicates or {}).items():
-                found.append((f"http://{plan.name}{plan.paths[number]}", placement))
-        return found
-
-    def _place_near_duplicates(self) -> dict[int, tuple[neardup.Placement, ...]]:
-        config = self.config
-        if not (config.near_duplicate_groups or config.near_duplicate_edited_groups):
-            return {}
-        hosts = [
-            i
-            for i, kind in enumerate(self._robots_kinds)
-            if kind in (RobotsKind.NORMAL, RobotsKind.MISSING) and not showcasing(self.config, i)
-        ]
-        return neardup.place(
-            config.seed,
-            hosts,
-            config.near_duplicate_groups,
-            config.near_duplicate_group_size,
-            config.near_duplicate_decoys_per_group,
-            config.near_duplicate_edited_groups,
-        )
-
-    def _near_duplicate_links(self, index: int, number: int) -> tuple[Link, ...]:
-        """Links the profile adds to a home page: its host's /news/ pages; the showcase's (host
-        0's) also to the home page of every host that has some."""
-        if number != 0:
-            return ()
-        plan = self._plan(index)
-        links = [
-            Link(plan.paths[n], f"http://{plan.name}{plan.paths[n]}")
-            for n in sorted(plan.near_duplicates or ())
-        ]
-        if index == 0:
-            links += [
-                Link(f"http://{host_name(i)}/", f"http://{host_name(i)}/")
-                for i in self._near_duplicates
-                if i != 0
-            ]
-        return tuple(links)
-
-    def _near_duplicate_page(self, plan: HostPlan, number: int) -> neardup.ArticlePage:
-        """The links and body of profile page ``number`` of ``plan``'s host: navigation to
-        the home page and the first pages of the host, related links to its other /news/
-        pages and to some of its own."""
-        assert plan.near_duplicates is not None
-        placement = plan.near_duplicates[number]
-        own = [n for n in range(1, plan.drawable) if plan.kinds[n] in HTML_KINDS]
-        nav = ("/", *(plan.paths[n] for n in own[:6]))
-        related = [
-            (plan.paths[n], neardup.headline(self.config.seed, other.article_key))
-            for n, other in sorted(plan.near_duplicates.items())
-            if n != number
-        ][:5]
-        related += [(plan.paths[n], "") for n in own[6:9]]
-        return neardup.article_page(
-            self.config.seed, plan.name, plan.paths[number], placement, nav, tuple(related)
-        )
+        return self._near_duplicates.decoys()
 
     def spellings(self, url: str) -> list[str]:
         """``url`` (canonical, on a host of this web) in every spelling of
@@ -468,7 +386,7 @@ class SyntheticWeb:
         plan = self._plans.get(index)
         if plan is None:
             plan = self._plans[index] = build_plan(
-                self.config, index, self._robots_kinds, self._near_duplicates,
+                self.config, index, self._robots_kinds, self._near_duplicates.placements,
                 self._sitemap_indices,
             )
         return plan
@@ -484,7 +402,7 @@ class SyntheticWeb:
         kind = plan.kinds[number]
         url = f"http://{plan.name}{plan.paths[number]}"
         if plan.near_duplicates and number in plan.near_duplicates:
-            links = tuple(Link(*pair) for pair in self._near_duplicate_page(plan, number).links)
+            links = tuple(Link(*pair) for pair in self._near_duplicates.page(plan, number).links)
             return Page(url, kind, 200, "text/html; charset=utf-8", links=links)
         rng = random.Random(f"synthweb:{self.config.seed}:page:{index}:{number}")
         if kind is PageKind.REDIRECT:
@@ -519,8 +437,8 @@ class SyntheticWeb:
             links += tuple(Link(href, target) for href, target in hostile.entry_links())
         if self.config.sitemaps and index == 0 and number == 0:
             links += (Link(sitemap_web.ENTRY_URL, sitemap_web.ENTRY_URL),)
-        if self._near_duplicates:
-            links += self._near_duplicate_links(index, number)
+        if self._near_duplicates.placements:
+            links += self._near_duplicates.home_links(index, number)
         gzipped = rng.random() < self.config.gzip_share
         return Page(url, kind, 200, content_type, links=links, delay=delay, gzip=gzipped)
 
@@ -574,5 +492,5 @@ class SyntheticWeb:
         plan = self._plan(host)
         number = plan.numbers[path]
         if plan.near_duplicates and number in plan.near_duplicates:
-            return self._near_duplicate_page(plan, number).body
+            return self._near_duplicates.page(plan, number).body
         return render.render_page(self.config.seed, page, index, number)

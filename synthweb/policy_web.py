@@ -15,10 +15,10 @@ from synthweb import policy
 from synthweb.config import WebConfig
 from synthweb.hosts import HostPlan, PlanOf, showcasing
 from synthweb.model import HTML_KINDS, Link, Page, PageKind
-from synthweb.robots import RobotsKind
+from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind
 from synthweb.urls import host_index, split_url
 
-__all__ = ["PolicyWeb"]
+__all__ = ["PolicyWeb", "policy_robots"]
 
 
 class PolicyWeb:
@@ -194,3 +194,17 @@ class PolicyWeb:
                 links=tuple(Link(href, target) for href, target in links),
             )
         return page
+
+
+def policy_robots(host: str) -> RobotsFile:
+    """The robots.txt of the trap host and of every farm host: it allows everything."""
+    body = f"# robots.txt for {host}\nUser-agent: *\nDisallow:\n".encode()
+    return RobotsFile(
+        host,
+        RobotsKind.NORMAL,
+        "allow-all",
+        200,
+        "text/plain; charset=utf-8",
+        body,
+        (RobotsGroup(("*",), ()),),
+    )

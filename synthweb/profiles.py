@@ -19,7 +19,7 @@ from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind, Rule
 
 __all__ = [
     "domain_page", "domain_web", "host_sitemap_page", "hostile_page", "hostile_response",
-    "hostile_robots", "sitemap_page",
+    "hostile_robots", "sitemap_page", "sitemap_robots",
 ]
 
 
@@ -60,6 +60,14 @@ def sitemap_page(host: str, path: str) -> Page | None:
     links = sitemap_web.page_links(host, path)
     kind = PageKind.HTML if links is not None else PageKind.TEXT
     return Page(url, kind, 200, headers[0][1], links=tuple(Link(u, u) for u in links or ()))
+
+
+def sitemap_robots(host: str) -> RobotsFile:
+    """What the robots.txt of a sitemap host means (see :mod:`synthweb.sitemaps`)."""
+    _, _, body = sitemap_web.response(host, "/robots.txt")
+    rules = tuple(Rule(False, p) for p in sitemap_web.DISALLOWED.get(host, ()))
+    return RobotsFile(host, RobotsKind.NORMAL, "sitemaps", 200,
+                      "text/plain; charset=utf-8", body, (RobotsGroup(("*",), rules),))
 
 
 def host_sitemap_page(extra: sitemap_web.HostSitemaps, path: str) -> Page | None:
