@@ -216,7 +216,7 @@ def _read_seeds(args: argparse.Namespace, seeds_key: str, required: bool = True)
 
 
 def _flink_conf(args: argparse.Namespace) -> Path:
-    from job.launcher import DEFAULT_FLINK_CONF
+    from job.preparation import DEFAULT_FLINK_CONF
 
     path = args.flink_conf or DEFAULT_FLINK_CONF
     if not path.is_file():
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "status":
         return _status(args, parser)
     if args.command == "stop":
-        from job.launcher import MIN_IDLE_SECONDS
+        from job.preparation import MIN_IDLE_SECONDS
         from job.stopper import run_stop
 
         if args.idle_seconds < MIN_IDLE_SECONDS:
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         from job.savepoint import run_savepoint
 
         return run_savepoint(args.out, args.rest, args.job, args.savepoint_dir)
-    from job.launcher import CrawlError
+    from job.preparation import CrawlError
 
     if args.command == "index":
         return _index(args.out)

@@ -2,9 +2,10 @@
 
 The same crawl as the local launcher's (:mod:`job.launcher`): the same configuration file and
 ``--set`` overrides, the same output directory layout, seeds dropped into the loop directory
-the same way, the same topology (:func:`job.topology.build_topology`). What differs is who runs
-and stops it: ``flink run`` submits it to the cluster's JobManager, and ``flink stop`` ends it
-with a savepoint; nothing watches its figures to stop it when it is idle.
+the same way (:mod:`job.preparation`), the same topology (:func:`job.topology.build_topology`).
+What differs is who runs and stops it: ``flink run`` submits it to the cluster's JobManager,
+and ``flink stop`` ends it with a savepoint; nothing watches its figures to stop it when it is
+idle.
 
 Two halves live here, both without a JVM of their own:
 
@@ -34,7 +35,7 @@ from typing import TextIO
 
 from crawl.config import Config
 from crawl.layout import OutputLayout
-from job.launcher import (
+from job.preparation import (
     DEFAULT_FLINK_CONF,
     flink_configuration,
     migrate_loop_source,

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the crawl's options, prepare its output directory, build the job, submit it."""
     from crawl.config import ConfigError, load_config
     from job.cli import _flink_conf, _overrides, _read_seeds
-    from job.launcher import CrawlError
+    from job.preparation import CrawlError
 
     args = _parser().parse_args(argv)
     try:
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         from pyflink.datastream import StreamExecutionEnvironment
 
         from job.cluster import prepare_job
-        from job.launcher import JOB_NAME
+        from job.preparation import JOB_NAME
         from job.topology import build_topology
 
         config = load_config(args.config, _overrides(args, {}))

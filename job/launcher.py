@@ -1,7 +1,9 @@
 """Runs a crawl on the local MiniCluster: set up, submit, watch, stop, summarise.
 
-The launcher prepares the output directory and the Flink configuration, drops the seeds into
-the loop directory, submits the job and then watches the figures the stages write
+The launcher prepares the output directory and the Flink configuration as every run of the
+crawl does (:mod:`job.preparation`, which drops the seeds into the loop directory), adds what
+a local run needs (every Flink endpoint bound to one address, the environment of the
+MiniCluster's JVM), submits the job and then watches the figures the stages write
 (:mod:`crawl.progress`): it prints progress every few seconds and stops the job with a
 savepoint when the page budget is used up (and nothing is in flight) or when the crawl has
 been idle long enough. Stopping with a savepoint closes every operator, so every WARC file is
@@ -19,7 +21,6 @@ import re
 import shutil
 import sys
 import time
-import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,11 +31,8 @@ from crawl.archive.cdxj import build_index
 from crawl.archive.summary import CrawlSummary, summarise_crawl_logs
 from crawl.archive.warc import recover_open_files
 from crawl.config import Config
-from crawl.crawldb.partition import minimum_file_grace_seconds
 from crawl.frontier.budget import PageBudget
-from crawl.layout import FixedSettingsError, OutputLayout, flink_uri
-from crawl.loop.reader import files_read_by_file_source, write_migrated
-from crawl.loop.records import VNODE_KEY, write_seed_file
+from crawl.layout import OutputLayout, flink_uri
 from crawl.progress import (
     CounterCarry,
     CrawlFigures,
@@ -42,30 +40,30 @@ from crawl.progress import (
     is_idle,
     read_statuses,
 )
-from crawl.savepoint_files import KeptFilesError, keep_files, put_back
-from crawl.urls.normalize import UrlNormalizer, normalization_settings
-from crawl.urls.scope import UrlPolicy
-from job.failures import FailureWatch, describe_failure, describe_os_error
+from crawl.savepoint_files import KeptFilesError, keep_files
+from job.failures import FailureWatch, describe_failure
 from job.native_allocator import AllocatorError, preload_allocator
+from job.preparation import (
+    DEFAULT_FLINK_CONF,
+    JOB_NAME,
+    MIN_IDLE_SECONDS,
+    CrawlError,
+    flink_configuration,
+    migrate_loop_source,
+    path_for_embedded_python,
+    prepare_output,
+)
 from job.status import JOB_FILE, RestClient, StatusError
 
 __all__ = [
-    "UNKNOWN_STATE", "CrawlError", "JobStateReader", "bind_settings", "fixed_settings",
-    "flink_configuration", "local_run_environment", "migrate_loop_source", "prepare_output",
-    "run_local_crawl",
+    "UNKNOWN_STATE", "JobStateReader", "bind_settings", "keep_savepoint_files",
+    "local_run_environment", "run_local_crawl",
 ]
 
-JOB_NAME = "pyflink-crawler"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_FLINK_CONF = PROJECT_ROOT / "flink-conf.yaml"
-#: The loop needs a few checkpoint intervals to go round; idle_seconds must exceed this.
-MIN_IDLE_SECONDS = 5.0
 #: After the budget is used up, stop once the crawl has been quiet this long (the last
 #: outcomes have gone round the loop).
 BUDGET_QUIET_SECONDS = 3.0
 STOP_ATTEMPTS = 3
-#: Fixed settings recorded only by later versions, with the value earlier crawls had.
-FIXED_BEFORE_RECORDED = {"fetch routing": "host", "priority.enabled": False}
 _POLL_SECONDS = 0.5
 # How often the launcher asks Flink's REST API for task failures while the job runs.
 _FAILURE_CHECK_SECONDS = 2.0
@@ -74,10 +72,6 @@ _FAILURE_CHECK_SECONDS = 2.0
 #: The state of a job that could not be asked (neither running nor ended, as far as known).
 UNKNOWN_STATE = "UNKNOWN"
 _ENDED_STATES = ("FAILED", "CANCELED", "FINISHED")
-
-
-class CrawlError(RuntimeError):
-    """The crawl could not start or the Flink job failed; the message says why."""
 
 
 class JobStateReader:
@@ -171,53 +165,6 @@ def _state_reader(client: Any, rest: str, out: TextIO) -> JobStateReader:
     if rest:
         return JobStateReader.over_rest(RestClient(rest), str(client.get_job_id()), ended, out)
     return JobStateReader(lambda: _client_state(client), ended, out)
-
-
-def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    flat: dict[str, str] = {}
-    for key, value in mapping.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, name + "."))
-        elif isinstance(value, bool):
-            flat[name] = "true" if value else "false"
-        else:
-            flat[name] = str(value)
-    return flat
-
-
-def flink_configuration(
-    config: Config, layout: OutputLayout, flink_conf: Path = DEFAULT_FLINK_CONF
-) -> dict[str, str]:
-    """The Flink settings of a local run: ``flink_conf`` plus what this run decides."""
-    try:
-        loaded = yaml.safe_load(flink_conf.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as error:
-        raise CrawlError(f"cannot read Flink configuration {flink_conf}: {error}") from None
-    settings = _flatten(loaded)
-    settings.update(
-        {
-            "execution.checkpointing.dir": flink_uri(layout.checkpoints),
-            "execution.checkpointing.savepoint-dir": flink_uri(layout.savepoints),
-            "python.executable": sys.executable,
-            "python.client.executable": sys.executable,
-            "parallelism.default": str(config.crawl.parallelism),
-            "pipeline.max-parallelism": str(config.crawl.vnodes),
-            "pipeline.name": JOB_NAME,
-        }
-    )
-    try:
-        grace = minimum_file_grace_seconds(settings)
-    except ValueError as error:
-        raise CrawlError(f"{flink_conf}: {error}") from None
-    if config.crawldb.file_grace_seconds < grace:
-        raise CrawlError(
-            f"crawldb.file_grace_seconds: must be at least {grace:g} with the checkpoint "
-            f"settings of {flink_conf} ((retained + 1) x interval + timeout: the crawl DB "
-            f"keeps replaced files that long for the retained checkpoints), got "
-            f"{config.crawldb.file_grace_seconds:g}"
-        )
-    return settings
 
 
 #: Every interface: the endpoints listen on it, and name no address to reach them by.
@@ -396,84 +343,6 @@ def _wait_until_running(
     raise CrawlError("the job did not come back after a failed stop")
 
 
-def fixed_settings(config: Config) -> dict[str, object]:
-    """The settings fixed for a crawl's life (recorded in ``crawl.json``, checked on resume)."""
-    return {
-        "crawl.vnodes": config.crawl.vnodes,
-        "crawldb.partitions": config.crawldb.partitions,
-        "vnode key": VNODE_KEY,
-        # It decides each host's key in the fetch stage, where its queue is kept.
-        "fetch routing": config.politeness.fetch_routing,
-        # With priority the crawl DB hands out URLs it marks QUEUED; without, every new URL
-        # goes to the frontier at once: switching would send URLs twice or never.
-        "priority.enabled": config.priority.enabled,
-        **normalization_settings(config.urls),
-    }
-
-
-def prepare_output(
-    layout: OutputLayout,
-    config: Config,
-    seeds: Iterable[str],
-    *,
-    resuming: bool,
-    overwrite: bool,
-    out: TextIO,
-    how_to_resume: str,
-    restore_from: str | Path | None = None,
-) -> int:
-    """Make the output directory ready for a job, locally or on a cluster: a resumed crawl's
-    fixed settings must match (its figures start again; the budget ledger carries over) and
-    the files kept with the savepoint it restores (``restore_from``) are put back; a new
-    crawl needs a directory that holds none (or ``overwrite``) and a valid seed. Seeds
-    (optional when resuming) go into the loop; returns how many were accepted."""
-    try:
-        layout.check_writable()
-    except OSError as error:
-        raise CrawlError(
-            f"cannot write the output directory {layout.root}: {describe_os_error(error)}"
-        ) from None
-    fixed = fixed_settings(config)
-    if resuming:
-        try:
-            layout.check_fixed_settings(fixed, implied=FIXED_BEFORE_RECORDED)
-        except FixedSettingsError as error:
-            raise CrawlError(str(error)) from None
-        shutil.rmtree(layout.status, ignore_errors=True)
-    elif layout.holds_crawl():
-        if not overwrite:
-            raise CrawlError(
-                f"{layout.root} already holds a crawl; choose another --out, {how_to_resume}, "
-                "or pass --overwrite to replace it"
-            )
-        layout.clear()
-    layout.make()
-    layout.record_fixed_settings(fixed)
-    if restore_from is not None:
-        put_back_kept_files(layout, restore_from, out)
-    accepted, rejected = write_seed_file(
-        layout.loop, seeds, config.crawl.vnodes, UrlPolicy(config.scope),
-        UrlNormalizer.from_section(config.urls)
-    )
-    for seed, reason in rejected:
-        print(f"seed rejected ({reason}): {seed}", file=out)
-    if not accepted and not resuming:
-        raise CrawlError("no valid seed URL to start from")
-    return accepted
-
-
-def put_back_kept_files(layout: OutputLayout, restore_point: str | Path, out: TextIO) -> None:
-    """Put back the crawl DB and loop files kept with the savepoint ``restore_point``
-    (:mod:`crawl.savepoint_files`); a checkpoint, or a savepoint taken without the crawler,
-    keeps none and restores from the files the crawl still has."""
-    try:
-        report = put_back(layout, restore_point)
-    except (KeptFilesError, OSError) as error:
-        raise CrawlError(f"cannot put back the files of {restore_point}: {error}") from None
-    if report is not None:
-        print(report.describe(), file=out)
-
-
 def keep_savepoint_files(layout: OutputLayout, savepoint: str, out: TextIO) -> None:
     """Keep the crawl's files with a savepoint the job stopped with (so that it stays
     restorable once a crawl resumed from it has gone on); a failure is reported, not raised:
@@ -483,24 +352,6 @@ def keep_savepoint_files(layout: OutputLayout, savepoint: str, out: TextIO) -> N
     except (KeptFilesError, OSError) as error:
         print(f"could not keep the crawl's files with the savepoint {savepoint} ({error}): it "
               "restores only until a crawl resumed from it deletes them", file=out, flush=True)
-
-
-def migrate_loop_source(layout: OutputLayout, restore_point: str | Path, out: TextIO
-                        ) -> dict[str, str]:
-    """The settings to restore ``restore_point`` with (a path or ``file:`` URI): when the job
-    that took it read the loop with Flink's file source, the files that source had read are
-    recorded for the loop reader to take as read, and the source's state, which the job no
-    longer has an operator for, is left behind (Flink's allowNonRestoredState)."""
-    text = str(restore_point)
-    path = Path(urllib.parse.urlsplit(text).path) if text.startswith("file:") else Path(text)
-    read = files_read_by_file_source(path)
-    if read is None:
-        return {}
-    write_migrated(layout.loop, read)
-    print(f"{path.name} was taken by a job reading the loop with Flink's file source: the "
-          f"{len(read)} loop file(s) it had read are taken as read, its state is left behind",
-          file=out)
-    return {"execution.state-recovery.ignore-unclaimed-state": "true"}
 
 
 def run_local_crawl(
@@ -638,20 +489,6 @@ def _allocator_line(allocator: str, setting: str) -> str:
         return "native memory: the C library's malloc (crawl.native_allocator: malloc)"
     return ("native memory: the C library's malloc, no jemalloc found (a long crawl's memory "
             "grows with it: README, \"The C allocator\")")
-
-
-def path_for_embedded_python(path: str, executable: str = sys.executable) -> str:
-    """``PATH`` with the directory of ``executable`` first.
-
-    In thread mode the operators' Python runs inside the JVM, in a libpython that finds its
-    prefix, and so its packages, by looking for ``python3`` on ``PATH``. Run as
-    ``.venv/bin/python -m job`` without activating the environment, it would find another
-    Python, without this crawler's packages (``No module named 'pemja'``); with the running
-    interpreter's directory first it finds the environment the crawl was started from.
-    """
-    directory = os.path.dirname(executable)
-    parts = [part for part in path.split(os.pathsep) if part and part != directory]
-    return os.pathsep.join([directory, *parts])
 
 
 #: PyFlink's switch for how a local run gets its Python workers for process-mode operators.

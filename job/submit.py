@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from job.cluster import flink_home, flink_run_command, pack_code
-from job.launcher import PROJECT_ROOT, path_for_embedded_python
+from job.preparation import PROJECT_ROOT, path_for_embedded_python
 
 __all__ = ["main"]
 

@@ -28,8 +28,10 @@ reach and their in-degree as ground truth; off by default) is described in
 """
 
 from synthweb.audit import PolicyAudit, audit_hostile, audit_log, audit_policy
+from synthweb.config import WebConfig
 from synthweb.domains import UrlKind
-from synthweb.graph import Link, Page, PageKind, Response, SyntheticWeb, WebConfig
+from synthweb.graph import SyntheticWeb
+from synthweb.model import Link, Page, PageKind, Response
 from synthweb.policy import is_farm, is_trap, trap_area
 from synthweb.requestlog import RequestRecord, read_request_log
 from synthweb.robots import RobotsFile, RobotsGroup, RobotsKind, Rule

@@ -1,7 +1,7 @@
 """Run the synthetic web server in the foreground: ``python -m synthweb --port 0 --seed 1``.
 
 Prints ``listening on http://HOST:PORT`` once bound; stops cleanly (flushing the request log)
-on SIGTERM or SIGINT. ``--config-json`` gives a whole :class:`~synthweb.graph.WebConfig`; the
+on SIGTERM or SIGINT. ``--config-json`` gives a whole :class:`~synthweb.config.WebConfig`; the
 other web options override single fields of it.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from synthweb.graph import WebConfig
+from synthweb.config import WebConfig
 from synthweb.server import run
 
 

@@ -47,8 +47,10 @@ import random
 import re
 from typing import TYPE_CHECKING
 
+from synthweb.model import PageKind, Response
+
 if TYPE_CHECKING:
-    from synthweb.graph import Response, SyntheticWeb
+    from synthweb.graph import SyntheticWeb
 
 __all__ = ["CHANGE_CLASSES", "LIVE_SITEMAP_PATH", "ChangePlan", "ChangingWeb", "GonePage"]
 
@@ -214,7 +216,6 @@ class ChangingWeb:
     ) -> Response:
         """The answer at ``t`` to a GET of ``url`` whose answer without the profile is
         ``base``, given the request's (lower-case) ``headers``."""
-        from synthweb.graph import Response
         from synthweb.urls import split_url
 
         host, path = split_url(url)
@@ -272,7 +273,6 @@ class ChangingWeb:
     # -- building ---------------------------------------------------------------------------
 
     def _build_plan(self, url: str) -> ChangePlan | None:
-        from synthweb.graph import PageKind
         from synthweb.urls import host_index, split_url
 
         page = self.web.page(url)

@@ -1,7 +1,7 @@
 """The multi-domain profile: a web of sites on many registered domains, with the junk of the
 real web on it.
 
-``WebConfig(multi_domain=True)`` (:meth:`~synthweb.graph.WebConfig.with_multi_domain_profile`)
+``WebConfig(multi_domain=True)`` (:meth:`~synthweb.config.WebConfig.with_multi_domain_profile`)
 replaces the ``h{i}.synth.test`` layout with this one; the other profiles cannot be combined
 with it. ``WebConfig.hosts`` counts the hosts of real sites. What is served:
 

@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from synthweb.bvgraph import LawGraph
-from synthweb.graph import Response
+from synthweb.model import Response
 from synthweb.server import SyntheticWebServer, SyntheticWebService, serve_until_stopped
 from synthweb.urls import page_identity
 

@@ -1,6 +1,6 @@
 """The hostile profile of the synthetic web: servers that misbehave, for a hardened fetcher.
 
-Off unless ``WebConfig.hostile`` is on (:meth:`~synthweb.graph.WebConfig.with_hostile_profile`);
+Off unless ``WebConfig.hostile`` is on (:meth:`~synthweb.config.WebConfig.with_hostile_profile`);
 with it off the web, its ground truth and its audit are exactly as without this module. With it
 on, the home page of ``h0.synth.test`` links to the home page of every hostile host below and to
 every private address of :data:`PRIVATE_URLS`, so a crawl from the normal seeds finds them all.

@@ -21,7 +21,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from synthweb.graph import SyntheticWeb, WebConfig
+from synthweb.config import WebConfig
+from synthweb.graph import SyntheticWeb
 from synthweb.server import SyntheticWebServer
 
 __all__ = ["measure"]

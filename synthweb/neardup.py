@@ -1,7 +1,7 @@
 """The near-duplicate profile of the synthetic web: one article on several sites, and decoys.
 
 Off unless ``WebConfig.near_duplicate_groups`` or ``near_duplicate_edited_groups`` is above 0
-(:meth:`~synthweb.graph.WebConfig.with_near_duplicate_profile`); with it off nothing here is
+(:meth:`~synthweb.config.WebConfig.with_near_duplicate_profile`); with it off nothing here is
 served or modelled and the web is byte for byte what it was. With it on:
 
 - **Groups** (near-duplicates as Manku, Jain and Das Sarma define them, WWW 2007: pages

@@ -1,7 +1,7 @@
 """The URL-policy profile of the synthetic web: spellings, traps, a link farm, popular pages.
 
-Everything here is off unless :class:`~synthweb.graph.WebConfig` turns it on
-(:meth:`~synthweb.graph.WebConfig.with_url_policy_profile` turns on all of it); with it off the
+Everything here is off unless :class:`~synthweb.config.WebConfig` turns it on
+(:meth:`~synthweb.config.WebConfig.with_url_policy_profile` turns on all of it); with it off the
 web, its ground truth and its audit are exactly as without this module. What each part serves:
 
 - **Spellings** (``url_variant_share``): a share of the links to pages of the normal web are

@@ -49,7 +49,9 @@ from pathlib import Path
 from types import TracebackType
 
 from synthweb import hostile
-from synthweb.graph import Response, SyntheticWeb, WebConfig
+from synthweb.config import WebConfig
+from synthweb.graph import SyntheticWeb
+from synthweb.model import Response
 from synthweb.requestlog import RequestLogWriter, RequestRecord, read_request_log
 
 __all__ = ["SyntheticWebServer", "SyntheticWebService", "run"]

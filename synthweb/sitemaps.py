@@ -1,6 +1,6 @@
 """The sitemap profile of the synthetic web: hosts whose pages only sitemaps lead to.
 
-Off unless ``WebConfig.sitemaps`` is on (:meth:`~synthweb.graph.WebConfig.with_sitemap_profile`);
+Off unless ``WebConfig.sitemaps`` is on (:meth:`~synthweb.config.WebConfig.with_sitemap_profile`);
 with it off nothing here is served or modelled. With it on, two things happen.
 
 Some normal hosts name sitemaps (:class:`HostSitemaps`, :func:`normal_host_sitemaps`): a share

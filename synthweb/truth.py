@@ -4,7 +4,7 @@ The crawler modelled here starts from the seeds, follows every ``<a href>`` of e
 ``text/html`` page, treats the target of a redirect as a new URL (the 3xx itself is a fetch), and
 obeys robots.txt under RFC 9309 for its product token, fetching a host's robots.txt before
 anything else on it. It never fetches a URL twice. The result is computed from the model's link
-lists (:attr:`synthweb.graph.Page.links`), not by parsing what the server sends.
+lists (:attr:`synthweb.model.Page.links`), not by parsing what the server sends.
 
 With the URL-policy profile on (:mod:`synthweb.policy`) the modelled crawler also has a URL
 policy: it normalises every link to its page identity (:func:`synthweb.urls.page_identity`:

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from job.cluster import flink_home
-from job.launcher import PROJECT_ROOT
+from job.preparation import PROJECT_ROOT
 from tests.integration.crawl_runner import SHORT_CRAWL_JVM_ARGS
 
 FLINK_HOME = flink_home()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from crawl.savepoint_files import kept_files
-from job.launcher import PROJECT_ROOT
+from job.preparation import PROJECT_ROOT
 from synthweb import SyntheticWebServer, audit_log
 from tests.integration.cluster_fixture import (
     Cluster,

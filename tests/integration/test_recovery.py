@@ -28,7 +28,7 @@ import pytest
 
 from crawl.archive.crawl_log import parse_line
 from crawl.archive.warc import verify_warc_file
-from job.launcher import PROJECT_ROOT
+from job.preparation import PROJECT_ROOT
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log
 from tests.integration.cluster_fixture import (
     Cluster,

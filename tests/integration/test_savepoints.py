@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from crawl.savepoint_files import kept_files, savepoint_path
-from job.launcher import DEFAULT_FLINK_CONF
+from job.preparation import DEFAULT_FLINK_CONF
 from synthweb import SyntheticWebServer, WebConfig, audit_log
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import PROJECT_ROOT, SHORT_BACKOFF, run_crawl, running_job

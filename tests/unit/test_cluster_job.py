@@ -19,7 +19,7 @@ from job.cluster import (
     pack_code,
     prepare_job,
 )
-from job.launcher import DEFAULT_FLINK_CONF, PROJECT_ROOT, CrawlError, fixed_settings
+from job.preparation import DEFAULT_FLINK_CONF, PROJECT_ROOT, CrawlError, fixed_settings
 
 SEEDS = ["http://example.com/", "http://example.org/a"]
 

@@ -13,12 +13,11 @@ from crawl.config import Config, CrawlDbSection
 from crawl.crawldb.partition import minimum_file_grace_seconds, parse_flink_duration
 from crawl.layout import OutputLayout
 from crawl.loop.reader import read_migrated
-from job.launcher import (
+from job.launcher import bind_settings, local_run_environment
+from job.preparation import (
     DEFAULT_FLINK_CONF,
     CrawlError,
-    bind_settings,
     flink_configuration,
-    local_run_environment,
     migrate_loop_source,
     path_for_embedded_python,
 )

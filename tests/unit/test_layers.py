@@ -180,6 +180,18 @@ def test_operators_and_job_sit_above_the_plain_packages() -> None:
         assert not {_unit(i) for i in _imports(path)} & {"job", "operators"}, module
 
 
+#: The job's modules that a crawl submitted with ``flink run`` uses: none may need the local
+#: run's (``job.launcher``, the MiniCluster's set-up and watch).
+CLUSTER_JOB_MODULES = ("job.preparation", "job.cluster", "job.flink_job", "job.submit")
+
+
+def test_a_submitted_crawl_needs_nothing_of_the_local_run() -> None:
+    modules = dict(_modules("job"))
+    assert set(CLUSTER_JOB_MODULES) <= set(modules)
+    for module in CLUSTER_JOB_MODULES:
+        assert "job.launcher" not in _imports(modules[module]), module
+
+
 def test_the_table_catches_wrong_imports(tmp_path: Path) -> None:
     (tmp_path / "crawl" / "urls").mkdir(parents=True)
     (tmp_path / "crawl" / "frontier").mkdir(parents=True)

@@ -86,7 +86,7 @@ def test_settings_fixed_for_the_crawls_life_are_checked(tmp_path: Path) -> None:
     with pytest.raises(FixedSettingsError, match=r"^fetch routing: .*started with host"):
         layout.check_fixed_settings({"fetch routing": "ip"}, implied=implied)
     # Crawls begun before priority existed ran without it: resuming one says how to go on.
-    from job.launcher import FIXED_BEFORE_RECORDED
+    from job.preparation import FIXED_BEFORE_RECORDED
 
     layout.check_fixed_settings({"priority.enabled": False}, implied=FIXED_BEFORE_RECORDED)
     with pytest.raises(FixedSettingsError, match=r"^priority\.enabled: .*False.*got True: set"):
