@@ -261,13 +261,13 @@ class FakeRuntimeContext:
 
     def __init__(
         self,
-        backend: _Backend,
+        backend: _Backend | None = None,
         index: int = 0,
         parallelism: int = 1,
         attempt: int = 0,
         job_id: str | None = None,
     ) -> None:
-        self._backend = backend
+        self._backend = backend if backend is not None else _Backend()
         self._index = index
         self._parallelism = parallelism
         self._attempt = attempt
