@@ -30,6 +30,7 @@ State, keyed by host:
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import time
 
@@ -278,7 +279,7 @@ class FetchFunction(KeyedProcessFunction):
             self._status.flush()  # idle now: the metrics show the final figures, not a burst ago
         return wake.results
 
-    def _submit(self, order: FetchOrder):
+    def _submit(self, order: FetchOrder) -> concurrent.futures.Future[FetchResult]:
         """Start ``order``'s request on the background loop; its future."""
         return self._io.submit(
             self._fetcher.fetch(

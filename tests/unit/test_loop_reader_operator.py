@@ -1,6 +1,6 @@
-"""The loop reader's handlers (operators/loop_reader.py) over the Flink fakes: a file read a
-chunk per timer, each line once across a restore, bad lines skipped, and the file deleted once
-no retained checkpoint can need it."""
+"""The loop source's handlers (operators/loop_reader.py) over the Flink fakes: the lister
+announcing each file once, a file read a chunk per timer, each line once across a restore, bad
+lines skipped, and the file deleted once no retained checkpoint can need it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from crawl.layout import OutputLayout
 from crawl.loop.records import encode_line
-from operators.loop_reader import RETRY_MS, LoopReaderFunction
-from tests.fakes import KeyedHarness, Snapshot
+from operators.loop_reader import RETRY_MS, LoopListerFunction, LoopReaderFunction
+from tests.fakes import FakeRuntimeContext, KeyedHarness, Snapshot
 
 T0 = 1_700_000_000_000
 VNODES = 16
@@ -45,6 +45,17 @@ def _read_all(harness: KeyedHarness) -> list:
 
 def _expected(lines: list[str]) -> list[tuple[int, str]]:
     return [(int(line.split("\t")[0]), line.split("\t", 1)[1]) for line in lines]
+
+
+def test_the_lister_announces_each_visible_file_once(tmp_path: Path) -> None:
+    loop = OutputLayout(str(tmp_path)).loop
+    lister = LoopListerFunction(str(loop))
+    lister.open(FakeRuntimeContext())
+    assert list(lister.flat_map(0)) == []  # no directory yet: nothing, and no failure
+    _write_loop_file(tmp_path, _lines(1))
+    (loop / ".part-0-1.inprogress").write_text("", encoding="utf-8")
+    assert list(lister.flat_map(1)) == [NAME]
+    assert list(lister.flat_map(2)) == []
 
 
 def test_a_file_is_read_a_chunk_at_a_time(tmp_path: Path) -> None:
