@@ -74,12 +74,17 @@ def test_a_value_read_is_a_copy_and_rows_lose_their_names() -> None:
             read.as_dict()
         state.update(None)
         assert state.value() is None
+        pickled = context.get_state(ValueStateDescriptor("p", Types.PICKLED_BYTE_ARRAY()))
+        pickled.update({"a": [1]})
+        pickled.value()["a"].append(2)  # a deserialised copy, as RocksDB gives
+        assert pickled.value() == {"a": [1]}
         assert list(harness.function.items.get()) == []
         assert harness.function.items.get()  # an empty generator, as in thread mode
         entries.put("x", 1)
         assert entries.get("missing") is None
         assert list(entries.items()) == [("x", 1)]
     assert harness.keys("row") == set()
+    assert harness.keys("p") == {"k"}
 
 
 def test_a_state_cannot_change_its_type_under_the_same_name() -> None:
