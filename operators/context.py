@@ -10,6 +10,8 @@ Two gaps of PyFlink 2.3's thread mode are bridged here:
   would then run beside the threads and connections of the attempt it replaces.
   :class:`Lifecycle` closes the previous instance of the same stage and subtask when a new one
   opens in the same process.
+
+:class:`OpenedStage` is what every stage function does with both in ``open()`` and ``close()``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 
 from pyflink.datastream import RuntimeContext
 
-__all__ = ["Lifecycle", "Subtask", "job_id_of", "subtask_of"]
+__all__ = ["Lifecycle", "OpenedStage", "Subtask", "job_id_of", "subtask_of"]
 
 log = logging.getLogger(__name__)
 
@@ -90,3 +92,36 @@ class Lifecycle:
         with cls._lock:
             if cls._live.get((stage, subtask)) == close:
                 del cls._live[(stage, subtask)]
+
+
+class OpenedStage:
+    """One ``open()`` of a stage function's subtask: which subtask it is, registered with
+    :class:`Lifecycle` (so that the previous instance of the subtask in this process is closed
+    now), and its resources released once, by ``release``, whichever comes first: the
+    function's ``close()`` (:meth:`close`) or the opening of a newer instance
+    (:meth:`shutdown`).
+
+    Create it at the start of ``open()``: the forerunner is closed before the newcomer takes
+    the same files (a WARC file left open, say).
+    """
+
+    def __init__(self, stage: str, runtime_context: RuntimeContext,
+                 release: Callable[[], None]) -> None:
+        self.stage = stage
+        self.subtask = subtask_of(runtime_context)
+        #: Whether the resources were released (the function must not use them any more).
+        self.closed = False
+        self._release = release
+        Lifecycle.opened(stage, self.subtask.index, self.shutdown)
+
+    def shutdown(self) -> None:
+        """Release the resources, once."""
+        if self.closed:
+            return
+        self.closed = True
+        self._release()
+
+    def close(self) -> None:
+        """The function's ``close()``: no longer the live instance, and released."""
+        Lifecycle.closed(self.stage, self.subtask.index, self.shutdown)
+        self.shutdown()

@@ -44,7 +44,7 @@ from crawl.loop.records import LoopRecordError, parse_record
 from crawl.progress import StageStatus, read_statuses
 from crawl.savepoint_files import deletions_paused
 from crawl.urls.routing import AddressResolver, FetchRouter
-from operators.context import Lifecycle, subtask_of
+from operators.context import OpenedStage
 from operators.faults import FaultInjector
 from operators.metrics import mirror_status
 
@@ -67,7 +67,8 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._dns_timeout = config.fetch.connect_timeout_seconds
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        subtask = subtask_of(runtime_context)
+        self._stage = OpenedStage("crawldb", runtime_context, self._release)
+        subtask = self._stage.subtask
         self._manifest_state = runtime_context.get_state(
             ValueStateDescriptor("drum_manifest", Types.PICKLED_BYTE_ARRAY())
         )
@@ -127,14 +128,11 @@ class CrawlDbFunction(KeyedProcessFunction):
         )
         mirror_status(self._status, runtime_context, "crawldb")
         self._faults = FaultInjector("crawl-db", self._output_dir)
-        self._subtask = subtask.index
-        Lifecycle.opened("crawldb", subtask.index, self._close_all)
 
     def close(self) -> None:
-        Lifecycle.closed("crawldb", self._subtask, self._close_all)
-        self._close_all()
+        self._stage.close()
 
-    def _close_all(self) -> None:
+    def _release(self) -> None:
         self._status.close()
         for partition in self._partitions.values():
             partition.close()

@@ -1,11 +1,13 @@
 """The fetch stage: frontier, politeness, robots and HTTP for the hosts of one subtask.
 
 Keyed by host (the fetch key of :mod:`crawl.urls.routing`: the host, or under ``politeness.group_by:
-domain`` or ``ip`` the host with its group). Input: ``(key, json list of [url, hops, via])``
-batches from the crawl DB.
+domain`` or ``ip`` the host with its group). Input: ``(key, batch)`` from the crawl DB, a batch
+of queue entries for the host (:mod:`crawl.fetch_requests`).
 Output: :class:`~crawl.model.FetchResult` objects (pages, robots.txt fetches, robots denials).
 
-The per-host decisions are :class:`crawl.frontier.scheduler.HostScheduler`'s; this class loads and
+The per-host decisions are :class:`crawl.frontier.scheduler.HostScheduler`'s, and what the
+subtask keeps in memory across hosts (fetches in flight and their polls, politeness groups,
+domain quotas) is :class:`crawl.frontier.in_flight.FetchesInFlight`'s; this class loads and
 saves state, starts fetches on a background event loop and wakes hosts with timers. No Flink call
 waits for the network: a fetch runs on the loop while Flink goes on, and the host's next
 timer collects it. Hence a checkpoint never waits for a slow server; what was in flight at a
@@ -41,7 +43,7 @@ from crawl.crawldb.recrawl import conditional_headers
 from crawl.fetch_requests import decode_batch
 from crawl.frontier.budget import PageBudget
 from crawl.frontier.host_queue import HostQueue
-from crawl.frontier.politeness import DomainQuota, PolitenessGroups, poll_delay_ms
+from crawl.frontier.in_flight import FetchesInFlight, TimerKind
 from crawl.frontier.robots import RobotsRecord
 from crawl.frontier.scheduler import (
     HOST_ROW_FIELDS,
@@ -61,7 +63,7 @@ from crawl.model import FetchResult
 from crawl.progress import RunningMean, StageStatus
 from crawl.status import Status
 from crawl.urls.routing import group_of_key, host_of_key
-from operators.context import Lifecycle, subtask_of
+from operators.context import OpenedStage
 from operators.metrics import fetch_latency_histogram, mirror_status
 
 __all__ = ["FetchFunction"]
@@ -116,10 +118,8 @@ class FetchFunction(KeyedProcessFunction):
         self._output_dir = output_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        subtask = subtask_of(runtime_context)
-        self._subtask = subtask.index
-        self._closed = False
-        Lifecycle.opened("fetch", subtask.index, self._shutdown)
+        self._stage = OpenedStage("fetch", runtime_context, self._release)
+        subtask = self._stage.subtask
         self._queue = runtime_context.get_map_state(
             MapStateDescriptor("queue", Types.LONG(), Types.STRING())
         )
@@ -137,27 +137,13 @@ class FetchFunction(KeyedProcessFunction):
             config.user_agent,
             PageBudget(layout.budget, config.crawl.max_pages),
         )
-        self._groups = (
-            PolitenessGroups(config.politeness) if config.politeness.group_by != "host" else None
-        )
-        politeness = config.politeness
-        self._quota = (
-            DomainQuota(politeness.domain_quota_pages, politeness.domain_quota_seconds)
-            if politeness.domain_quota_pages else None
-        )
+        self._flights = FetchesInFlight.from_section(config.politeness)
         # robots.txt redirects are followed by the client, spaced like any requests.
         self._hop_spacing = (
             config.politeness.delay_seconds, config.politeness.response_time_factor
         )
         self._io = IoLoop(f"fetch-io-{subtask.index}")
         self._fetcher = self._io.run(HttpFetcher.create(config.fetch, config.user_agent))
-        self._in_flight: dict[str, concurrent.futures.Future[FetchResult]] = {}
-        # Polls of fetches in flight are timers kept in memory only: a poll costs no state
-        # access. After a restore such timers fire unknown and are ignored; the lease in state
-        # (with no fetch in memory) makes the host's next timer recover it.
-        self._polls: dict[str, int] = {}
-        self._lease_started: dict[str, int] = {}
-        self._expected: dict[str, int] = {}
         # Queue lengths of the hosts seen by this subtask, for the figures only.
         self._queued: dict[str, int] = {}
         self._queued_total = 0
@@ -168,20 +154,16 @@ class FetchFunction(KeyedProcessFunction):
         self._lateness_ms = RunningMean()
         self._status.gauge_functions["timer_lateness_ms"] = self._lateness_ms.take
         self._status.gauge_functions["hosts_active"] = lambda: len(
-            self._queued.keys() | self._in_flight.keys()
+            self._queued.keys() | self._flights.hosts()
         )
         self._status.gauge_functions["hosts_failing"] = lambda: len(self._failing)
         mirror_status(self._status, runtime_context, "fetch")
         self._latency = fetch_latency_histogram(runtime_context)
 
     def close(self) -> None:
-        Lifecycle.closed("fetch", self._subtask, self._shutdown)
-        self._shutdown()
+        self._stage.close()
 
-    def _shutdown(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _release(self) -> None:
         try:
             self._io.run(self._fetcher.aclose(), timeout=10)
         except Exception:  # noqa: BLE001 - closing must not hide the job's real outcome
@@ -212,7 +194,7 @@ class FetchFunction(KeyedProcessFunction):
         yield from ()
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext):
-        if self._closed:
+        if self._stage.closed:
             self._defer(timestamp, ctx)
             return
         began = time.thread_time()
@@ -242,65 +224,37 @@ class FetchFunction(KeyedProcessFunction):
     def _wake(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> list[FetchResult]:
         key = ctx.get_current_key()
         host = host_of_key(key)
-        in_flight = self._in_flight.get(host)
+        flights = self._flights
         now = ctx.timer_service().current_processing_time()
         self._lateness_ms.add(now - timestamp)
         self._status.count("timers")
-        if self._polls.get(host) == timestamp:
+        kind = flights.timer_kind(host, timestamp)
+        if kind is TimerKind.POLL_RUNNING:
             # A poll of the fetch in flight: decided from memory, no state touched.
-            if in_flight is not None and not in_flight.done():
-                self._poll(host, ctx, now, self._lease_started.get(host, now))
-                return []
-            del self._polls[host]
-            row = self._host_row()
-        else:
-            row = self._host_row()
-            if row is None:
-                return []
-            restored_lease = bool(row[_LEASE_KIND]) and in_flight is None
-            if row[_WAKE_MS] != timestamp and not restored_lease:
-                return []  # superseded by a later registration
+            ctx.timer_service().register_processing_time_timer(flights.next_poll_ms(host, now))
+            return []
+        row = self._host_row()
+        if kind is TimerKind.OTHER and (
+            row is None
+            or not flights.wakes_host(host, timestamp, row[_WAKE_MS], row[_LEASE_KIND])
+        ):
+            return []  # superseded by a later registration
         state = self._load(host, row)
-        groups = self._groups
         group = group_of_key(key)
-        hold = groups.hold_until_ms(group, host, now) if groups is not None else 0
-        quota = self._quota
-        quota_hold = 0
-        if quota is not None:  # the key's group is the registered domain (fetch_routing)
-            quota_hold = quota.hold_until_ms(group, now)
-            hold = max(hold, quota_hold)
-        wake = self._scheduler.wake(host, state, in_flight, now, hold)
-        if quota_hold > now and wake.start is None and wake.wake_at_ms == quota_hold:
-            # The domain's quota, not the host's clock or its group's, holds the host back.
+        hold = flights.hold(group, host, now)
+        wake = self._scheduler.wake(host, state, flights.get(host), now, hold.until_ms)
+        if hold.by_quota(wake, now):
             self._status.count("held.domain_quota")
-        if in_flight is not None and in_flight.done():
-            del self._in_flight[host]
-            self._lease_started.pop(host, None)
-            self._expected.pop(host, None)
-            if groups is not None:
-                groups.finished(group, host, state.next_allowed_ms)
+        flights.collect(group, host, state.next_allowed_ms)
         if wake.start is not None:
-            if groups is not None:
-                groups.started(group, host)
             order = wake.start
-            if quota is not None and order.kind != LEASE_ROBOTS:
-                quota.started(group, now)
-            self._in_flight[host] = self._io.submit(
-                self._fetcher.fetch(
-                    order.url,
-                    hops=order.hops,
-                    via=order.via,
-                    follow_redirects=order.kind == LEASE_ROBOTS,
-                    hop_spacing=self._hop_spacing,
-                    max_bytes=self._max_bytes(order),
-                    submitted=time.monotonic(),
-                    conditional=conditional_headers(order.recrawl),
-                )
-            )
-            self._lease_started[host] = state.lease_started_ms
+            flights.started(group, host, order.kind, self._submit(order), now,
+                            state.lease_started_ms)
             self._status.count(f"started.{order.kind}")
-        if host in self._in_flight:
-            self._poll(host, ctx, now, state.lease_started_ms, state.last_duration_ms)
+        if flights.get(host) is not None:
+            ctx.timer_service().register_processing_time_timer(
+                flights.next_poll_ms(host, now, state.lease_started_ms, state.last_duration_ms)
+            )
         if wake.budget_exhausted:
             self._status.gauges["budget_exhausted"] = 1
         wake_ms = 0
@@ -308,7 +262,7 @@ class FetchFunction(KeyedProcessFunction):
             wake_ms = wake.wake_at_ms
             ctx.timer_service().register_processing_time_timer(wake_ms)
         self._save(host, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
-        self._status.gauges["in_flight"] = len(self._in_flight)
+        self._status.gauges["in_flight"] = len(flights)
         for result in wake.results:
             self._status.count(f"results.{result.status.value}")
             if result.status in _ERRORS:
@@ -322,24 +276,24 @@ class FetchFunction(KeyedProcessFunction):
                     "host %s suspended until %d after %d failures in a row",
                     host, state.next_allowed_ms, state.failures,
                 )
-        if not self._in_flight and not self._queued_total:
+        if not len(flights) and not self._queued_total:
             self._status.flush()  # idle now: the metrics show the final figures, not a burst ago
         return wake.results
 
-    def _poll(
-        self,
-        host: str,
-        ctx: KeyedProcessFunction.OnTimerContext,
-        now: int,
-        started_ms: int,
-        expected_ms: int | None = None,
-    ) -> None:
-        """Wake ``host`` again to look at its fetch in flight (a timer known only in memory)."""
-        if expected_ms is not None:
-            self._expected[host] = expected_ms
-        at = now + poll_delay_ms(now - started_ms, max(5, self._expected.get(host, 5)))
-        self._polls[host] = at
-        ctx.timer_service().register_processing_time_timer(at)
+    def _submit(self, order: FetchOrder) -> concurrent.futures.Future[FetchResult]:
+        """Start ``order``'s request on the background loop; its future."""
+        return self._io.submit(
+            self._fetcher.fetch(
+                order.url,
+                hops=order.hops,
+                via=order.via,
+                follow_redirects=order.kind == LEASE_ROBOTS,
+                hop_spacing=self._hop_spacing,
+                max_bytes=self._max_bytes(order),
+                submitted=time.monotonic(),
+                conditional=conditional_headers(order.recrawl),
+            )
+        )
 
     def _host_row(self) -> Row | None:
         """The current key's host row; a version 1 row (from a checkpoint taken before version

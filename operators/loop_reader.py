@@ -36,7 +36,7 @@ from crawl.loop.reader import (
 from crawl.loop.records import LoopRecordError, decode_line
 from crawl.progress import StageStatus
 from crawl.savepoint_files import deletions_paused
-from operators.context import Lifecycle, job_id_of, subtask_of
+from operators.context import OpenedStage, job_id_of
 from operators.metrics import mirror_status
 
 __all__ = ["LoopListerFunction", "LoopReaderFunction"]
@@ -79,9 +79,8 @@ class LoopReaderFunction(KeyedProcessFunction):
         self._chunk_bytes = chunk_bytes
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        subtask = subtask_of(runtime_context)
-        self._subtask = subtask.index
-        self._closed = False
+        self._stage = OpenedStage("decode", runtime_context, self._release)
+        subtask = self._stage.subtask
         layout = OutputLayout(self._output_dir)
         self._loop_dir = layout.loop
         self._pins = layout.pins
@@ -98,17 +97,12 @@ class LoopReaderFunction(KeyedProcessFunction):
         self._waiting: set[str] = set()
         self._deleted = 0
         self._status = StageStatus(layout.status, "decode", subtask.index, subtask.attempt)
-        Lifecycle.opened("decode", subtask.index, self._shutdown)
         mirror_status(self._status, runtime_context, "decode")
 
     def close(self) -> None:
-        Lifecycle.closed("decode", self._subtask, self._shutdown)
-        self._shutdown()
+        self._stage.close()
 
-    def _shutdown(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _release(self) -> None:
         self._status.close()
 
     def process_element(self, value: str, ctx: KeyedProcessFunction.Context):

@@ -26,7 +26,7 @@ from crawl.config import Config
 from crawl.content.near_judge import NearJudge, NearQuery
 from crawl.layout import OutputLayout
 from crawl.progress import StageStatus
-from operators.context import Lifecycle, subtask_of
+from operators.context import OpenedStage
 from operators.metrics import mirror_status
 
 __all__ = ["NearDuplicateFunction", "near_dup_prefix"]
@@ -47,10 +47,8 @@ class NearDuplicateFunction(KeyedProcessFunction):
         self._output_dir = output_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        subtask = subtask_of(runtime_context)
-        self._subtask = subtask.index
-        self._closed = False
-        Lifecycle.opened("neardup", subtask.index, self._shutdown)
+        self._stage = OpenedStage("neardup", runtime_context, self._release)
+        subtask = self._stage.subtask
         config = self._config
         layout = OutputLayout(self._output_dir)
         warc_dir = layout.warc
@@ -76,13 +74,9 @@ class NearDuplicateFunction(KeyedProcessFunction):
         mirror_status(self._status, runtime_context, "neardup")
 
     def close(self) -> None:
-        Lifecycle.closed("neardup", self._subtask, self._shutdown)
-        self._shutdown()
+        self._stage.close()
 
-    def _shutdown(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _release(self) -> None:
         self._warc.close()
         self._status.close()
 

@@ -30,7 +30,7 @@ from crawl.layout import OutputLayout
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
-from operators.context import Lifecycle, subtask_of
+from operators.context import OpenedStage
 from operators.faults import FaultInjector
 from operators.metrics import mirror_status
 
@@ -97,11 +97,9 @@ class ProcessFunction(KeyedProcessFunction):
         self._near_queries = near_queries
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        subtask = subtask_of(runtime_context)
-        self._subtask = subtask.index
-        self._closed = False
         # First close what a failed attempt of this subtask left open (its WARC file).
-        Lifecycle.opened("process", subtask.index, self._shutdown)
+        self._stage = OpenedStage("process", runtime_context, self._release)
+        subtask = self._stage.subtask
         config = self._config
         layout = OutputLayout(self._output_dir)
         warc_dir = layout.warc
@@ -143,15 +141,10 @@ class ProcessFunction(KeyedProcessFunction):
         )
         mirror_status(self._status, runtime_context, "process")
 
-
     def close(self) -> None:
-        Lifecycle.closed("process", self._subtask, self._shutdown)
-        self._shutdown()
+        self._stage.close()
 
-    def _shutdown(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _release(self) -> None:
         self._warc.close()
         self._log.close()
         self._status.close()

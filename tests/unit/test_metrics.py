@@ -9,6 +9,7 @@ import pytest
 
 from crawl.progress import RunningMean, StageStatus
 from operators.metrics import StageMetrics, metric_name
+from tests.fakes import FakeMetricGroup
 
 
 @pytest.mark.parametrize(
@@ -28,35 +29,6 @@ def test_metric_names_keep_letters_digits_and_underscores(figure: str, metric: s
     assert metric_name(figure) == metric
 
 
-class FakeGauge:
-    def __init__(self) -> None:
-        self.value: int | None = None
-        self.updates = 0
-
-    def update(self, value: int) -> None:
-        assert type(value) is int  # a Java long
-        self.value = value
-        self.updates += 1
-
-
-class FakeGroup:
-    """PyFlink's metric group as far as StageMetrics uses it."""
-
-    def __init__(self) -> None:
-        self.gauges: dict[str, FakeGauge] = {}
-
-    def add_group(self, name: str, extra: str | None = None) -> FakeGroup:
-        return self
-
-    def distribution(self, name: str) -> FakeGauge:
-        assert name not in self.gauges
-        self.gauges[name] = FakeGauge()
-        return self.gauges[name]
-
-    def values(self) -> dict[str, int | None]:
-        return {name: gauge.value for name, gauge in self.gauges.items()}
-
-
 @pytest.fixture
 def status(tmp_path: Path):
     status = StageStatus(tmp_path, "fetch", 0, interval=3600)  # written by hand here
@@ -67,13 +39,13 @@ def status(tmp_path: Path):
 def test_existing_figures_are_sent_at_once(status: StageStatus) -> None:
     status.count("results.FETCHED", 3)
     status.gauges["queued"] = 7
-    group = FakeGroup()
+    group = FakeMetricGroup()
     status.follow(StageMetrics(status, group))
     assert group.values() == {"results_FETCHED": 3, "queued": 7}
 
 
 def test_figures_are_sent_at_the_first_count_after_a_write(status: StageStatus) -> None:
-    group = FakeGroup()
+    group = FakeMetricGroup()
     status.follow(StageMetrics(status, group))
     status.count("timers")
     assert group.gauges == {}  # not before the next write
@@ -93,7 +65,7 @@ def test_figures_are_sent_at_the_first_count_after_a_write(status: StageStatus) 
 
 
 def test_figures_are_sent_only_on_the_following_thread(status: StageStatus) -> None:
-    group = FakeGroup()
+    group = FakeMetricGroup()
     status.follow(StageMetrics(status, group))
     status.count("urls.in")
     status.write()
@@ -109,7 +81,7 @@ def test_gauges_send_the_last_write_not_call_the_gauge_function(status: StageSta
     """Sending must not take a running mean away from the status file."""
     mean = RunningMean()
     status.gauge_functions["timer_lateness_ms"] = mean.take
-    group = FakeGroup()
+    group = FakeMetricGroup()
     metrics = StageMetrics(status, group)
     status.follow(metrics)
     mean.add(10)
@@ -124,7 +96,7 @@ def test_gauges_send_the_last_write_not_call_the_gauge_function(status: StageSta
 def test_figures_that_map_to_one_name_register_once(status: StageStatus) -> None:
     status.count("links.rejected.a:b")
     status.count("links.rejected.a.b")
-    group = FakeGroup()
+    group = FakeMetricGroup()
     metrics = StageMetrics(status, group)
     status.follow(metrics)
     assert list(group.gauges) == ["links_rejected_a_b"]
@@ -140,7 +112,7 @@ def test_counting_costs_nothing_more_when_followed(status: StageStatus) -> None:
 
 def test_a_flush_sends_the_figures_as_they_are_now(status: StageStatus) -> None:
     """A stage that falls idle flushes: no count may follow its next write."""
-    group = FakeGroup()
+    group = FakeMetricGroup()
     status.follow(StageMetrics(status, group))
     status.gauges["queued"] = 7
     status.write()
@@ -165,7 +137,7 @@ def test_a_flush_evaluates_the_gauge_functions_it_is_told_to(status: StageStatus
     mean = RunningMean()
     status.gauge_functions["pending"] = lambda: pending[0]
     status.gauge_functions["timer_lateness_ms"] = mean.take
-    group = FakeGroup()
+    group = FakeMetricGroup()
     status.follow(StageMetrics(status, group))
     mean.add(4)
     status.write()
