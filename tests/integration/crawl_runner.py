@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -10,6 +11,9 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from warcio.archiveiterator import ArchiveIterator
+
+from crawl.archive.warc import verify_warc_file
 from synthweb.proctree import ProcessTreeMonitor, TreeUsage
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -116,3 +120,23 @@ def run_crawl_measured(
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     return process, summary, usage
+
+
+def near_duplicate_notes(out: Path) -> list[tuple[str, str, int]]:
+    """(page, the earlier page it is a near-duplicate of, distance), from the near-duplicate
+    stage's WARC metadata records in the crawl's output ``out``."""
+    notes = []
+    paths = sorted((out / "warc").glob("*-neardup-*.warc.gz"))
+    assert paths, "the near-duplicate stage wrote no WARC file"
+    for path in paths:
+        assert verify_warc_file(path)
+        with gzip.open(path, "rb") as raw:
+            for record in ArchiveIterator(raw):
+                if record.rec_type != "metadata":
+                    continue
+                block = record.content_stream().read().decode()
+                fields = dict(line.split(": ", 1) for line in block.strip().split("\r\n"))
+                assert record.rec_headers.get_header("WARC-Refers-To")
+                notes.append((record.rec_headers.get_header("WARC-Target-URI"),
+                               fields["nearDuplicateOf"], int(fields["hammingDistance"])))
+    return notes

@@ -19,14 +19,13 @@ import lxml.html
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawl.archive.warc import verify_warc_file
 from crawl.config import NearDupSection
 from crawl.content.neardup import content_features
 from crawl.content.text import main_text
 from crawl.progress import CrawlFigures, read_statuses
 from synthweb import SyntheticWeb, SyntheticWebServer, WebConfig, audit_log
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
-from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl
+from tests.integration.crawl_runner import SHORT_BACKOFF, near_duplicate_notes, run_crawl
 from tests.integration.prometheus_watch import (
     PrometheusWatch,
     flink_conf_with_prometheus,
@@ -38,25 +37,6 @@ pytestmark = pytest.mark.integration
 DELAY = 0.05
 TOKEN = "pyflink-crawler"
 WEB = WebConfig(seed=3, hosts=16, pages_per_host=6).with_near_duplicate_profile()
-
-
-def _notes(out: Path) -> list[tuple[str, str, int]]:
-    """(page, the earlier page it is a near-duplicate of, distance) from the WARC files."""
-    notes = []
-    paths = sorted((out / "warc").glob("*-neardup-*.warc.gz"))
-    assert paths, "the near-duplicate stage wrote no WARC file"
-    for path in paths:
-        assert verify_warc_file(path)
-        with gzip.open(path, "rb") as raw:
-            for record in ArchiveIterator(raw):
-                if record.rec_type != "metadata":
-                    continue
-                block = record.content_stream().read().decode()
-                fields = dict(line.split(": ", 1) for line in block.strip().split("\r\n"))
-                assert record.rec_headers.get_header("WARC-Refers-To")
-                notes.append((record.rec_headers.get_header("WARC-Target-URI"),
-                               fields["nearDuplicateOf"], int(fields["hammingDistance"])))
-    return notes
 
 
 def _archived_by(out: Path, url: str) -> int:
@@ -129,7 +109,7 @@ def test_near_duplicates_are_found_marked_and_archived_with_their_original(
     scrapes.check(summary)
     fetched = {f"http://{r.host}{r.path}" for r in records if r.status == 200}
 
-    notes = _notes(out)
+    notes = near_duplicate_notes(out)
     same = web.near_duplicate_groups()
     edited = web.near_duplicate_edited_groups()
     group_of = {url: ("same", i) for i, group in enumerate(same) for url in group}
