@@ -98,6 +98,8 @@ __all__ = [
 #: The reason of a page's outcome when its payload was archived before under another URL.
 DUPLICATE_REASON = "duplicate:payload"
 
+_DEFAULTS = Config()
+
 
 class RecentUrls:
     """URLs this subtask sent to the crawl DB lately: a bounded set in two generations, and the
@@ -196,14 +198,14 @@ class PageProcessor:
         vnodes: int,
         status: StageStatus,
         producer_id: str,
-        recent_urls: int = 0,
+        recent_urls: int = _DEFAULTS.crawl.recent_urls,
         policy: UrlPolicy | None = None,
         normalizer: UrlNormalizer = DEFAULT_NORMALIZER,
         sitemaps: SitemapsSection | None = None,
-        path_ascending: bool = False,
-        metadata_records: bool = True,
+        path_ascending: bool = _DEFAULTS.scope.path_ascending,
+        metadata_records: bool = _DEFAULTS.warc.metadata_records,
         captures: CaptureStore | None = None,
-        dedup_min_bytes: int = 1,
+        dedup_min_bytes: int = _DEFAULTS.warc.revisit_min_bytes,
         links: LinkExtractor | None = None,
         near_duplicates: bool = False,
         recrawl: bool = False,

@@ -66,6 +66,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from crawl.archive.cdxj import INDEX_PART_SUFFIX, FileIndex, cdxj_line, mime_of, remove_index_parts
+from crawl.config import WarcSection
 from crawl.model import FetchResult
 
 __all__ = [
@@ -90,7 +91,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_FILE_BYTES = 1_000_000_000
+#: ``warc.max_file_bytes``'s default.
+DEFAULT_MAX_FILE_BYTES = WarcSection().max_file_bytes
 OPEN_SUFFIX = ".open"
 WARC_SUFFIX = ".warc.gz"
 WARC_VERSION = "WARC/1.1"

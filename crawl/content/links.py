@@ -96,6 +96,7 @@ KINDS = LINK_KINDS
 Outlink = tuple[str, str]
 
 _DEFAULT_TOKEN = UserAgentSection().product
+_DEFAULTS = ParseSection()
 
 # tag -> (kind, attribute holding the URL); all embeds (hop E)
 _EMBEDS = {
@@ -187,9 +188,9 @@ class _Found:
 
 
 class LinkExtractor:
-    """Extracts a fetched page's outlinks as configured (``parse`` section); see the module
-    docstring for what is followed and obeyed. Stateless after construction: one instance
-    serves a whole subtask."""
+    """Extracts a fetched page's outlinks as configured (``parse`` section, whose defaults are
+    its own); see the module docstring for what is followed and obeyed. Stateless after
+    construction: one instance serves a whole subtask."""
 
     @classmethod
     def from_section(cls, section: ParseSection, robots_token: str,
@@ -202,9 +203,9 @@ class LinkExtractor:
 
     def __init__(
         self,
-        follow: Iterable[str] = KINDS,
-        max_outlinks: int = 1000,
-        obey_nofollow: bool = True,
+        follow: Iterable[str] = _DEFAULTS.follow,
+        max_outlinks: int = _DEFAULTS.max_outlinks,
+        obey_nofollow: bool = _DEFAULTS.obey_nofollow,
         robots_token: str = _DEFAULT_TOKEN,
         normalizer: UrlNormalizer = DEFAULT_NORMALIZER,
     ) -> None:

@@ -63,6 +63,7 @@ from typing import Literal, NamedTuple
 
 import lxml.etree
 
+from crawl.config import NearDupSection
 from crawl.content.simhash import SimhashIndex, simhash
 from crawl.content.text import main_text
 
@@ -77,10 +78,12 @@ __all__ = [
     "fingerprint_text",
 ]
 
-#: Fewest features (distinct words) of a page judged by distance.
-MIN_FEATURES = 32
-#: Fewest features of a page judged at all (short pages by their exact set of features).
-MIN_EXACT_FEATURES = 4
+_DEFAULTS = NearDupSection()
+#: Fewest features (distinct words) of a page judged by distance (``neardup.min_features``).
+MIN_FEATURES = _DEFAULTS.min_features
+#: Fewest features of a page judged at all (short pages by their exact set of features;
+#: ``neardup.min_exact_features``).
+MIN_EXACT_FEATURES = _DEFAULTS.min_exact_features
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _DIGIT = re.compile(r"\d")
@@ -207,9 +210,9 @@ class NearDuplicateDetector:
 
     def __init__(
         self,
-        k: int = 3,
+        k: int = _DEFAULTS.max_distance,
         blocks: int = 4,
-        capacity: int = 1_000_000,
+        capacity: int = _DEFAULTS.capacity,
         when_full: Literal["evict", "stop"] = "evict",
         min_features: int = MIN_FEATURES,
         min_exact_features: int = MIN_EXACT_FEATURES,

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from crawl.config import Config
+from crawl.config import Config, PolitenessSection, UserAgentSection
 from crawl.layout import OutputLayout
 from crawl.report.log_figures import LogFigures, SpacingRules, log_figures, read_crawl_logs
 from crawl.report.sources import crawl_delays, read_figures, read_json
@@ -23,15 +23,17 @@ __all__ = ["REPORT_FILE_NAME", "ReportData", "ReportSettings", "gather_report", 
 
 REPORT_FILE_NAME = "report.html"
 
+_POLITENESS = PolitenessSection()
+
 
 @dataclasses.dataclass(frozen=True)
 class ReportSettings:
     """The crawl's settings the report judges the log by (defaults: the configuration's)."""
 
-    delay_seconds: float = 1.0
-    response_time_factor: float = 2.0
-    product_token: str = "pyflink-crawler"
-    max_crawl_delay_seconds: float = 30.0
+    delay_seconds: float = _POLITENESS.delay_seconds
+    response_time_factor: float = _POLITENESS.response_time_factor
+    product_token: str = UserAgentSection().product
+    max_crawl_delay_seconds: float = _POLITENESS.max_crawl_delay_seconds
     #: Where the settings came from, said in the report.
     origin: str = "the default configuration"
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from crawl.archive.crawl_log import COLUMNS, parse_line
+from crawl.config import PolitenessSection
 from crawl.hops import PREREQUISITE
 from crawl.status import Status
 
@@ -56,6 +57,7 @@ _ROBOTS_DENIED = _STATUS_INDEX[Status.ROBOTS_DENIED.value]
 #: Outcomes that made no request (nothing fetched).
 _NO_REQUEST = (_ROBOTS_DENIED, _STATUS_INDEX[Status.REJECTED.value])
 _NO_HOST = "(no host)"
+_POLITENESS = PolitenessSection()
 
 #: The bin widths a timeline may use; the narrowest giving at most ``max_bins`` bins is taken.
 BIN_WIDTHS_SECONDS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600,
@@ -176,8 +178,8 @@ class SpacingRules:
     """The spacing the crawler keeps between two requests to a host (``politeness`` section),
     by which a gap between requests is judged politeness or idleness."""
 
-    delay_seconds: float = 1.0
-    response_time_factor: float = 2.0
+    delay_seconds: float = _POLITENESS.delay_seconds
+    response_time_factor: float = _POLITENESS.response_time_factor
     #: Crawl-delay by host, seconds (from the hosts' robots.txt, where known).
     crawl_delays: Mapping[str, float] = dataclasses.field(default_factory=dict)
     #: Slack for timer lateness and the loop's rounds.

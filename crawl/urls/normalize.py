@@ -77,9 +77,10 @@ MAX_URL_LENGTH = 2048
 # Longer input is rejected before any work (the result is checked against MAX_URL_LENGTH).
 _MAX_INPUT_LENGTH = 4 * MAX_URL_LENGTH
 
+_DEFAULTS = UrlsSection()
 #: Query and path parameters that carry a session id (compared case-insensitively): the
 #: default of ``urls.strip_params``.
-DEFAULT_SESSION_PARAMS = frozenset(UrlsSection().strip_params)
+DEFAULT_SESSION_PARAMS = frozenset(_DEFAULTS.strip_params)
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _C0_OR_SPACE = "".join(chr(code) for code in range(0x21))
@@ -326,7 +327,7 @@ class UrlNormalizer:
     the same links, so most calls are cache hits.
     """
 
-    sort_query: bool = False
+    sort_query: bool = _DEFAULTS.sort_query
     strip_params: frozenset[str] = DEFAULT_SESSION_PARAMS
     cache_size: int = 1 << 16
     _canonical: Callable[[str], str] = dataclasses.field(

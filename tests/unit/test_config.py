@@ -296,6 +296,29 @@ def test_user_agent_header(section: UserAgentSection, header: str) -> None:
     assert section.header == header
 
 
+def test_classes_built_from_a_section_default_to_the_sections_defaults() -> None:
+    from crawl.archive.warc import DEFAULT_MAX_FILE_BYTES
+    from crawl.content.neardup import NearDuplicateDetector
+    from crawl.report.build import ReportSettings
+    from crawl.report.log_figures import SpacingRules
+
+    config = Config()
+    detector = NearDuplicateDetector()
+    assert (detector.k, detector.capacity, detector.min_features,
+            detector.min_exact_features) == (
+        config.neardup.max_distance, config.neardup.capacity, config.neardup.min_features,
+        config.neardup.min_exact_features)
+    plain = LinkExtractor()
+    built = LinkExtractor.from_section(config.parse, config.user_agent.product)
+    assert (plain._follow, plain._max, plain._obey_nofollow, plain._token) == (
+        built._follow, built._max, built._obey_nofollow, built._token)
+    assert ReportSettings() == ReportSettings.from_config(config, ReportSettings().origin)
+    assert SpacingRules() == SpacingRules(
+        delay_seconds=config.politeness.delay_seconds,
+        response_time_factor=config.politeness.response_time_factor)
+    assert DEFAULT_MAX_FILE_BYTES == config.warc.max_file_bytes
+
+
 def test_user_agent_header_starts_with_the_product_token() -> None:
     config = load_config(overrides={"user_agent.product": "Example-Bot"})
 

@@ -222,6 +222,23 @@ def test_the_http_client_sits_on_its_parts() -> None:
     assert wrong == []
 
 
+def test_the_configuration_is_a_leaf() -> None:
+    """Loading the configuration brings in nothing of the project (its package apart) and no
+    numpy: the launcher, the command line and every stage read it before anything else."""
+    assert _imports(ROOT / "crawl" / "config.py") == set()
+    code = (
+        "import sys\n"
+        "import crawl.config\n"
+        "crawl.config.load_config(sys.argv[1])\n"
+        f"project = {PROJECT!r}\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in project + ('numpy',))\n"
+        "print(','.join(loaded))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "conf" / "crawler.yaml")],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "crawl,crawl.config"
+
+
 def test_plain_packages_do_not_import_pyflink() -> None:
     modules = [
         info.name

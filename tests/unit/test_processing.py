@@ -33,7 +33,7 @@ def processor(tmp_path: Path) -> Iterator[tuple[PageProcessor, Path]]:
     warc = WarcFileWriter(tmp_path / "warc", "test", 0)
     log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
     status = StageStatus(tmp_path / "status", "process", 0, interval=60)
-    yield PageProcessor(warc, log, VNODES, status, producer_id="0.test"), tmp_path
+    yield PageProcessor(warc, log, VNODES, status, producer_id="0.test", recent_urls=0), tmp_path
     warc.close()
     log.close()
     status.close()
@@ -41,8 +41,9 @@ def processor(tmp_path: Path) -> Iterator[tuple[PageProcessor, Path]]:
 
 @pytest.fixture
 def make_processor(tmp_path: Path) -> Iterator[Callable[..., tuple[PageProcessor, StageStatus]]]:
-    """Builds processors writing under ``tmp_path`` (options as PageProcessor's); closes their
-    files at the end."""
+    """Builds processors writing under ``tmp_path`` (options as PageProcessor's, without the
+    cache of recent URLs unless given: a test sees every link it sends); closes their files
+    at the end."""
     opened: list[tuple[WarcFileWriter, CrawlLogWriter, StageStatus]] = []
 
     def build(**options: object) -> tuple[PageProcessor, StageStatus]:
@@ -50,6 +51,7 @@ def make_processor(tmp_path: Path) -> Iterator[Callable[..., tuple[PageProcessor
         log = CrawlLogWriter(tmp_path / "crawl.log", background_flush=False)
         status = StageStatus(tmp_path / "status", "process", 0, interval=60)
         opened.append((warc, log, status))
+        options.setdefault("recent_urls", 0)
         return PageProcessor(warc, log, VNODES, status, producer_id="0.f", **options), status
 
     yield build
