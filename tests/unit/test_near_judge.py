@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,8 @@ def _query(url: str, text: str, outlinks=(), vnode: int | None = None) -> NearQu
     return NearQuery(
         url, url_vnode(url, VNODES) if vnode is None else vnode,
         (url, "FETCHED", 200, "http:200", T0), fp.value, fp.features,
-        f"<urn:uuid:{abs(hash(url))}>", "2026-11-24T00:00:00.000Z", list(outlinks),
+        f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>", "2026-11-24T00:00:00.000Z",
+        list(outlinks),
     )
 
 

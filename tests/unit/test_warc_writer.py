@@ -10,6 +10,7 @@ import io
 import itertools
 import os
 import pathlib
+import random
 import re
 import subprocess
 import sys
@@ -405,9 +406,10 @@ def test_failed_disk_write_keeps_the_file_readable(tmp_path: os.PathLike[str],
 def crashed_file(directory: os.PathLike[str], pairs: int, subtask: int = 0) -> str:
     """A finished file renamed back to ``.open``, as if its writer had died after ``pairs``."""
     # A writer that died wrote no index either.
+    rng = random.Random(pairs)
     with WarcFileWriter(directory, "crawl", subtask, index=False) as writer:
         for n in range(pairs):
-            writer.write(fetch_result(url=f"https://example.com/{n}", body=os.urandom(3000)))
+            writer.write(fetch_result(url=f"https://example.com/{n}", body=rng.randbytes(3000)))
     [path] = [p for p in finished_files(directory)
               if f"-{subtask:05d}-" in p and p.endswith(".warc.gz")]
     os.rename(path, path + ".open")
