@@ -1,87 +1,62 @@
 """Keys, the fixed-width value record of a URL, and the merge rule (layout version 4).
 
-Key
-    ``url_key(url)``: the first 8 bytes of BLAKE2b of the normalised URL's UTF-8 bytes, read as
-    a little-endian unsigned 64-bit integer. Stable across processes, machines and Python
-    versions (never Python's ``hash()``). With 64 bits, a vnode holding 10^8 URLs has a
-    collision probability of about 3 x 10^-4 over its whole life (birthday bound): two URLs
-    colliding would make the second one look "seen". IRLBot accepted the same trade-off.
+A key (:func:`url_key`) is BLAKE2b with an 8-byte digest of the normalised URL's UTF-8 bytes,
+read as a little-endian u64 (not the first 8 bytes of the 64-byte digest, which differ): the
+same in every process and on every machine (never Python's ``hash()``). Two URLs that collide
+make the second look "seen"; at 10^8 URLs in one DRUM the chance of any collision is about
+3 x 10^-4 (birthday bound), IRLBot's trade-off too.
 
-Value (:data:`RECORD`, 136 bytes, little-endian, no padding between fields)
+A record (:data:`RECORD`) is 136 bytes, little-endian, without padding; each field with its
+merge rule (:func:`combine`):
 
-======  ===================  =====  ==========================================================
-offset  field                type   meaning and merge rule
-======  ===================  =====  ==========================================================
-0       discovered_ms        i8     first discovery time; min over non-zero (0 = unknown)
-8       status_ms            i8     time of the status below; the status with the greatest
-                                    (class, status_ms) wins, ties to the newer record
-16      next_fetch_ms        i8     when the URL is due (NEVER = not again); winner's if the
-                                    winner is a fetch outcome, else the min over discoveries
-24      leased_until_ms      i8     handed out for fetching until then (not due before); max
-32      score                f4     priority; the sum (unfetched + unfetched sums scores, and
-                                    a rediscovered fetched URL accumulates too, like OPIC)
-36      host                 u4     32-bit hash of the host (per-host budgets); non-zero wins
-40      payload_pos          u8     where the URL is in the DRUM's payload log (a byte
-                                    position; files hold consecutive ranges of the log); the
-                                    oldest record with a payload wins
-48      http_status          u2     with the status
-50      reason               u2     with the status: index into the manifest's reason table
-52      depth                u2     hops from a seed; min (NO_DEPTH = unknown)
-54      fetch_count          u2     attempts; sum (saturates at 65535)
-56      failure_count        u2     failed attempts; sum (saturates at 65535)
-58      payload_len          u2     payload length in bytes (0 = no payload)
-60      reserved             u2     0 (kept for a later layout); the oldest record's
-62      status               u1     :class:`DrumStatus`
-63      flags                u1     caller's bits; bitwise or
-64      recrawl_s            u4     time (s) of the fetch outcome the recrawl fields below
-                                    come from (0 = none yet); the greatest wins, ties to the
-                                    newer record, and brings every recrawl field with it
-68      interval_s           u4     recrawl interval (s); the recrawl holder's, and without
-                                    one the least non-zero (a discovery's hint: a sitemap's
-                                    changefreq)
-72      digest               u8     64 bits of the last capture's content digest (0 = none)
-80      modified_s           u4     the last capture's Last-Modified (s; 0 = none)
-84      observed_s           u4     when the content was last seen (a 2xx or a 304; s)
-88      captured_s           u4     when the content was last archived in full (a 2xx; s)
-92      visits               u1     content observations in the change-rate estimate
-93      changes              u1     changes seen among them
-94      failures_in_row      u1     failed attempts since the last success
-95      etag_info            u1     bits 0-5: length of the ETag's opaque tag below, or a
-                                    packed form's code (:func:`pack_etag`); bit 6: the ETag
-                                    is weak; bit 7: ``digest`` is a simhash
-96      etag                 S32    the ETag's opaque tag (without quotes), or a longer tag
-                                    packed (hex digits as bytes); a longer tag that does not
-                                    pack is not kept, and then only If-Modified-Since is asked
-128     announced_s          u4     the latest time (s) a sitemap's ``lastmod`` gave for the
-                                    URL's content (0 = none); max. A URL whose announcement
-                                    is newer than its last fetch outcome (``recrawl_s``) is
-                                    due whatever its next fetch time
-132     shape                u4     32-bit hash of the URL's shape within its host (the
-                                    caller's; budgets per shape); max (0 = none: files
-                                    written before it was used hold 0)
-======  ===================  =====  ==========================================================
+======  ================  ====  ================================================================
+offset  field             type  meaning; merge rule
+======  ================  ====  ================================================================
+0       discovered_ms     i8    first discovery; min over non-zero (0 = unknown)
+8       status_ms         i8    time of ``status``; with the status (below)
+16      next_fetch_ms     i8    when due (NEVER = not again); the winner's if it is an outcome,
+                                else the min over discoveries
+24      leased_until_ms   i8    handed out for fetching until then; max
+32      score             f4    the URL's cash (OPIC); sum
+36      host              u4    32-bit hash of the host; non-zero wins
+40      payload_pos       u8    the URL's position in the payload log; the oldest record with one
+48      http_status       u2    with the status
+50      reason            u2    with the status: index into the manifest's reason table
+52      depth             u2    hops from a seed; min (NO_DEPTH = unknown)
+54      fetch_count       u2    attempts; sum, saturating at 65535
+56      failure_count     u2    failed attempts; sum, saturating at 65535
+58      payload_len       u2    the URL's length in the log (0 = none); with ``payload_pos``
+60      reserved          u2    0; the oldest record's
+62      status            u1    :class:`DrumStatus`
+63      flags             u1    the caller's bits; bitwise or
+64      recrawl_s         u4    time (s) of the outcome the recrawl fields come from (0 = none);
+                                the greatest brings all of :data:`RECRAWL_FIELDS`, ties to newer
+68      interval_s        u4    recrawl interval (s); the recrawl holder's, else the least
+                                non-zero (a sitemap's ``changefreq`` hint)
+72      digest            u8    64 bits of the last capture's content digest (0 = none)
+80      modified_s        u4    the last capture's Last-Modified (s; 0 = none)
+84      observed_s        u4    content last seen (a 2xx or a 304; s)
+88      captured_s        u4    content last archived in full (a 2xx; s)
+92      visits            u1    content observations in the change-rate estimate
+93      changes           u1    changes seen among them
+94      failures_in_row   u1    failed attempts since the last success
+95      etag_info         u1    bits 0-5: the tag's length or packed form (:func:`pack_etag`);
+                                bit 6: weak ETag; bit 7: ``digest`` is a simhash
+96      etag              S32   the ETag's opaque tag, or a longer one packed (one that does not
+                                pack is not kept: then only If-Modified-Since is asked)
+128     announced_s       u4    a sitemap's latest ``lastmod`` (s); max; newer than
+                                ``recrawl_s``, it makes the URL due whatever ``next_fetch_ms``
+132     shape             u4    32-bit hash of the URL's shape within its host; max (0 = none)
+======  ================  ====  ================================================================
 
-Each layout's record is the start of the next one's: a version 2 record (64 bytes) is a
-version 3 record with no recrawl fields, a version 3 record (128 bytes) a version 4 record with
-no announcement (:func:`upgrade`), which is how files of crawls begun before are read.
-
-The recrawl fields (:data:`RECRAWL_FIELDS`) are absolute values computed from the previous
-ones where the fetch outcome is known (the crawl DB hands them out with a due URL and
-gets them back with its outcome): their merge rule only picks the newest set, so a QUEUED mark
-(a time, no recrawl fields) never hides them.
-
-Status classes order the statuses for "the newest status wins": class 0 (NONE: a record that
-only carries a lease or counters), class 1 (UNFETCHED: a discovery), class 2 (an outcome:
-FETCHED, REDIRECT, HTTP_ERROR, FETCH_ERROR, ROBOTS_DENIED, REJECTED, and QUEUED: handed to the
-frontier at that time). This is flink-crawler's
-DefaultUrlStateMerger: unfetched + unfetched sums the scores, keeps the earliest next fetch and
-the latest status time; a fetch outcome beats an unfetched record; between two outcomes the
-newer wins (a late replay is still counted in the counters, as crawl/crawldb/partition.py does).
-
-Every field's rule is associative and commutative except the status winner, which is
-associative with ties broken by age; so folding a batch of updates first and applying the
-result later gives the same record as applying them one by one. The DRUM relies on this: a
-buffer is folded into one delta record per key, and deltas are folded into the main run later.
+The status of the greatest (class, ``status_ms``) wins, ties to the newer record: class 0 is
+NONE (a lease or counters only), 1 UNFETCHED (a discovery), 2 an outcome or QUEUED. So
+unfetched + unfetched sums the scores and keeps the earliest next fetch, an outcome beats a
+discovery, and a late outcome is counted but replaces no newer one (flink-crawler's
+DefaultUrlStateMerger). Every rule is associative, and all but the status winner (ties broken
+by age) commutative: the DRUM folds a buffer to one delta record per key and the deltas into
+the main run later, with the same result as one by one. Earlier layouts are prefixes of this
+one (64 and 128 bytes): :func:`upgrade` reads their files.
 """
 
 from __future__ import annotations

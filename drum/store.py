@@ -1,49 +1,27 @@
 """The DRUM store: a buffer of operations merged in bulk with sorted, immutable runs on disk.
 
-Structure (all files immutable, listed by the :class:`~drum.manifest.Manifest`):
+On disk, every file listed by the :class:`~drum.manifest.Manifest`: the **main run** (every
+live key with its record, sorted by key); **delta runs** (a minor merge's updates, one record
+per key, folded together size-tiered, ``delta_fanout`` at a time); **archived sets** (keys
+that will probably never be fetched again, still "seen"); the **payload log** (the URLs, in
+files packed size-tiered; a record holds its URL's position in the log, which packing never
+changes). The buffer is in memory, bounded by ``DrumConfig.buffer_ops`` and
+``buffer_payload_bytes``.
 
-* the **buffer**: the operations not merged yet, in memory (bounded by
-  ``DrumConfig.buffer_ops`` and ``buffer_payload_bytes``), and in the job also in keyed state
-  (:meth:`Drum.take_journal`);
-* the **main run**: every live key with its full record, sorted by key;
-* **delta runs**: one per minor merge, the buffer's updates folded to one record per key;
-  the newest ``delta_fanout`` of one size class are folded into one (size-tiered, like the
-  payload files), so frequent small merges keep few runs without rewriting the main run;
-* **archived sets**: keys moved out of the main run because they will probably never be
-  fetched (still "seen"); several are compacted into one when there are too many;
-* **the payload log**: the URLs of the keys each minor merge inserted, appended as one payload
-  file per merge; records hold their URL's position in the log. Files hold consecutive ranges
-  of the log; when the newest ``payload_pack_fanout`` files are of one size class they are
-  packed (copied, in order) into one file, size-tiered, so a DRUM has O(fanout x log(size))
-  payload files and each payload byte is copied O(log(size)) times. Records never change
-  when files are packed: positions are positions in the log, not in a file.
+Costs, for K keys on disk and B buffered operations:
 
-A **minor merge** (buffer full, or :meth:`Drum.merge`) sorts the buffer, looks its keys up in
-every run by reading only the key blocks whose range holds one of them (one sequential pass per
-run), answers every check, writes the new URLs' payloads and one delta run. Its I/O is
-O(K x 8) bytes read for K keys on disk (less when the buffer is small against K), plus
-O(B x 136 + new URL bytes) written for a buffer of B operations.
-
-A **major merge** (too many delta runs, deltas larger than ``major_ratio`` of the main run, or
-asked for) streams the main run and the deltas block by block, folds them with the merge rule,
-writes a new main run, moves records that the :class:`ArchivePolicy` gives up on into a new
-archived set, and, when asked, selects the URLs due for fetching (:class:`DuePolicy`: by score,
-next fetch time, a per-host budget), which it leases (a small delta run) so they are not
-selected twice. A **due selection** asked for when no major merge is due makes the same
-selection in a read-only pass over the folded runs: only its lease is written.
-A major merge's I/O is O(K x 136) bytes read and written; its memory is a few blocks per run
-plus the selection. With deltas allowed up to ``major_ratio`` x K records, each record is
-rewritten about 1 / major_ratio times per K updates: the amortised cost per operation is
-O(136 / ratio) bytes, independent of K.
-
-With a **due window** (``DuePolicy.window_urls``, :mod:`drum.due_window`), a selection is made
-from the records due soonest, held in memory and kept exact by each minor merge, reading
-nothing, while the window lasts; a pass over the runs (a selection's or a major merge's)
-builds it again.
+* a **minor merge** (buffer full, or :meth:`Drum.merge`) reads only the key blocks that may
+  hold a buffered key (at most K x 8 bytes) and writes O(B x 144 + new URL bytes);
+* a **major merge** (many deltas, or more than ``major_ratio`` x K delta records) reads and
+  rewrites K x 144 bytes (key and record) with a few blocks per run in memory, archives what the
+  :class:`ArchivePolicy` gives up on and, when asked, makes a due selection (:class:`DuePolicy`)
+  whose URLs it leases: amortised O(144 / major_ratio) bytes per operation, whatever K;
+* a **due selection** without a major merge is a read-only pass over the folded runs, or reads
+  nothing while the due window (:mod:`drum.due_window`) lasts.
 
 This module holds the :class:`Drum` (its buffer, operations, state for the job, reading and
-invariants); a merge's work is done by :class:`drum.merge.MergeState`, the due selection by
-:mod:`drum.selection`.
+invariants); a merge's work is done by :class:`drum.merge.MergeState`, the selection by
+:mod:`drum.selection`. BENCHMARKS.md has the measured figures.
 """
 
 from __future__ import annotations

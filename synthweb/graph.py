@@ -2,44 +2,21 @@
 
 Every answer is a pure function of (config, host, path): each host and page draws its details
 from its own ``random.Random`` seeded with a string naming it, so the same seed always gives the
-same web, in any process and whatever ``PYTHONHASHSEED`` is, and a page can be built without
-building the rest of the web. Results are cached, which changes nothing but speed.
+same web, in any process and whatever ``PYTHONHASHSEED`` is, and a page is built without the
+rest of the web (results are cached for speed only).
 
-Layout of a host ``h{i}.synth.test`` with pages numbered 0..n-1:
+A host ``h{i}.synth.test`` serves ``/`` (its home page, linking its first pages), HTML pages
+``/p/{n}`` (also under ``/private/``, ``/private/public/``, ``/no-bots/`` and ``/for-bots/``
+for robots rules), slow pages ``/slow/{n}``, text ``/t/{n}.txt``, images ``/img/{n}.png``,
+redirects ``/r/{n}``, errors ``/e/{n}`` (500), and 404 elsewhere. ``h0`` is the showcase
+(``WebConfig.showcase``): one page of every kind, redirect chains and loops and every form of
+link, all reached from the seed ``http://h0.synth.test/``. The profiles, each off by default,
+add to this web: URL policy (:mod:`synthweb.policy`), sitemaps (:mod:`synthweb.sitemaps`),
+near-duplicates (:mod:`synthweb.neardup`), hostile servers (:mod:`synthweb.hostile`); the
+multi-domain profile (:mod:`synthweb.domains`) answers in its place.
 
-- ``/`` (page 0): HTML home page linking to the first pages of the host;
-- ``/p/{n}``: HTML (well-formed, broken, ISO-8859-1 or windows-1251), also placed under
-  ``/private/{n}``, ``/private/public/{n}``, ``/no-bots/{n}``, ``/for-bots/{n}`` for robots rules;
-- ``/slow/{n}``: HTML answered after a delay; ``/t/{n}.txt``: text/plain; ``/img/{n}.png``: binary;
-- ``/r/{n}``: a 301/302/307/308 redirect; ``/e/{n}``: 500; any other path: 404.
-
-Host ``h0`` is the showcase (unless ``WebConfig.showcase`` is off): normal robots.txt and, at fixed
-numbers, one page of every kind, a redirect chain, a redirect loop and every form of link, all
-linked from its home page, so the single seed ``http://h0.synth.test/`` reaches every feature.
-
-The URL-policy profile (off by default; :mod:`synthweb.policy`) adds spellings of URLs, a trap
-host, a link farm and popular pages; with it on, the showcase home page also links every
-spelling of ``/p/1`` and the entry points of the traps and the farm.
-
-The sitemap profile (off by default; :mod:`synthweb.sitemaps`) makes some hosts name sitemaps in
-their robots.txt, listing pages no page links to, and adds the hosts ``sm-*.synth.test`` (every
-sitemap format and every case a crawler must refuse), linked from the showcase home page.
-
-The near-duplicate profile (off by default; :mod:`synthweb.neardup`) adds pages ``/news/{n}`` to
-some normal hosts: copies of one article in each host's boilerplate (with its own date, counters,
-advertisement and markup; in edited groups also a few words changed), and decoys that share the
-boilerplate only, linked from their hosts' home pages.
-
-The multi-domain profile (off by default; :mod:`synthweb.domains`) is a layout of its own: with
-it on, :class:`SyntheticWeb` answers everything from :class:`synthweb.domains.DomainWeb` (hosts
-of real sites on many registered domains, link farms, endless spaces, soft 404s).
-
-:class:`SyntheticWeb` answers and caches; the parts it is built from are modules of their own:
-the parameters (:mod:`synthweb.config`), the values it answers with (:mod:`synthweb.model`),
-the hosts' plans (:mod:`synthweb.hosts`), their links (:mod:`synthweb.links`), the bodies
-(:mod:`synthweb.render`), the URL-policy profile's links and pages
-(:mod:`synthweb.policy_web`), the near-duplicate profile's (:mod:`synthweb.neardup_web`) and
-those of the hostile, sitemap and multi-domain profiles (:mod:`synthweb.profiles`).
+:class:`SyntheticWeb` answers and caches; its parts are modules of their own (ARCHITECTURE.md,
+"Code layout").
 """
 
 from __future__ import annotations

@@ -1,55 +1,27 @@
 """The hostile profile of the synthetic web: servers that misbehave, for a hardened fetcher.
 
 Off unless ``WebConfig.hostile`` is on (:meth:`~synthweb.config.WebConfig.with_hostile_profile`);
-with it off the web, its ground truth and its audit are exactly as without this module. With it
-on, the home page of ``h0.synth.test`` links to the home page of every hostile host below and to
-every private address of :data:`PRIVATE_URLS`, so a crawl from the normal seeds finds them all.
-Every hostile host's home page (``/``) is plain HTML linking to every other page of its host.
+off, the web, its ground truth and its audit are exactly as without this module. On, the home
+page of ``h0.synth.test`` links the home page of every hostile host (:data:`HOSTILE_HOSTS`, each
+linking every page of its host) and every private address of :data:`PRIVATE_URLS`:
 
-- ``x-retry.synth.test`` (:data:`RETRY_HOST`): each of :data:`RETRY_PATHS` answers 429 or 503
-  with ``Retry-After`` the first time it is requested (per URL as requested, method aside; the
-  server keeps the set of URLs it has refused, for its whole life), and 200 afterwards.
-  ``Retry-After`` is ``WebConfig.hostile_retry_after`` seconds, or (``/retry/429-date/a``) the
-  HTTP-date of the whole second at least that far ahead. The request log line of such an answer
-  has ``retry_at``: the epoch second before which the client was told not to come back.
-- ``x-trickle.synth.test`` (:data:`TRICKLE_HOST`): ``/trickle`` sends a 200 head at once, then
-  its body (:data:`TRICKLE_BYTES_PER_SECOND` bytes a second) over
-  ``WebConfig.hostile_trickle_seconds`` (120 by default); the server goes on serving every
-  other connection meanwhile.
-- ``x-broken.synth.test`` (:data:`BROKEN_HOST`), one fault per path (:data:`BROKEN_PATHS`):
-  ``/reset`` (half the body, then a TCP reset), ``/short-body`` (Content-Length larger than the
-  body, then the connection closes), ``/bad-chunked`` (``Transfer-Encoding: chunked`` with a
-  chunk size that is no hex number), ``/bad-gzip`` (``Content-Encoding: gzip`` and garbage),
-  ``/bomb`` (a valid gzip stream of ``WebConfig.hostile_bomb_bytes`` zeros, 1 GiB by default,
-  about 1 MB compressed, built once from one repeated 1 MiB deflate block), ``/big`` (a 200
-  HTML page of ``WebConfig.hostile_big_page_bytes``, 20 MiB by default), ``/huge-header`` (one
-  64 KiB header), ``/many-headers`` (1,000 headers), and a redirect loop ``/loop/a`` (302) ->
-  ``/loop/b`` (302) -> ``/loop/a``; ``/ok`` is a plain page.
-- Private addresses (:data:`PRIVATE_URLS`): ``http://127.0.0.1/``, ``http://10.0.0.1/``,
-  ``http://[::1]/``, ``http://localhost/``, ``http://169.254.169.254/latest/meta-data/`` and
-  ``http://x-private-dns.synth.test/`` (a name the proxy "resolves" to 10.0.0.7). The proxy
-  answers every request to these hosts (port 80, any path) with :data:`PRIVATE_STATUS` (421) and
-  logs it, with ``fault: "private-address"``; the server's own control pages still answer on
-  its own port.
-- robots.txt edge cases: ``x-robots-stall.synth.test`` never answers its robots.txt (the server
-  holds the request ``WebConfig.hostile_robots_stall_seconds``, 90 by default, then closes the
-  connection without a byte: logged with status 0, ``fault: "stall"``), so under RFC 9309
-  (unreachable = complete disallow) nothing else there may be requested;
-  ``x-robots-moved.synth.test`` redirects its robots.txt once (301 to ``/robots-moved.txt``,
-  which disallows ``/secret/``); ``x-robots-chain.synth.test`` redirects it
-  :data:`ROBOTS_CHAIN_LENGTH` (6) times (``/robots-chain/1`` .. ``/robots-chain/6``, the last
-  one allowing everything, so a crawler that gives up after 5 redirects and assumes
-  "unavailable" (allow all) and one that follows them all agree: everything is allowed);
-  ``x-robots-big.synth.test`` serves a robots.txt over 500 KiB whose ``Disallow: /late/``
-  comes only after the first 500 KiB (RFC 9309's minimum parsing limit, taken here as the
-  limit): ``/late/1`` is allowed, ``/private/1`` (disallowed at the top) is not. In between it
-  disallows an archive (``Disallow: /archive/1993/zz-000001/`` ...), laid out so that a reader
-  stopping at 512 KiB (:data:`ROBOTS_CUT`) cuts a line right after ``Disallow: /``: read as a
-  rule, that unfinished line would deny the whole host.
+- ``x-retry`` (:data:`RETRY_PATHS`): 429 or 503 with ``Retry-After`` (seconds, or an HTTP-date)
+  the first time each URL is requested, 200 afterwards; the log line has ``retry_at``;
+- ``x-trickle``: ``/trickle`` sends its body at :data:`TRICKLE_BYTES_PER_SECOND` for
+  ``WebConfig.hostile_trickle_seconds``, while the server serves other connections;
+- ``x-broken`` (:data:`BROKEN_PATHS`, one fault a path): a TCP reset, a short body, bad
+  chunking, bad gzip, a gzip bomb, a 20 MiB page, a 64 KiB header, 1,000 headers, a redirect
+  loop (:data:`LOOP_PATHS`);
+- the private addresses: the proxy answers them with :data:`PRIVATE_STATUS` (421) and logs
+  ``fault: "private-address"``;
+- robots.txt cases: ``x-robots-stall`` never answers (unreachable: nothing else there may be
+  fetched), ``x-robots-moved`` redirects once, ``x-robots-chain`` :data:`ROBOTS_CHAIN_LENGTH`
+  times, and ``x-robots-big`` (:func:`big_robots`) puts a rule past :data:`ROBOTS_LIMIT` and
+  cuts a line right after ``Disallow: /`` at :data:`ROBOTS_CUT`.
 
-The ground truth is :class:`synthweb.truth.HostileTruth`; :func:`synthweb.audit.audit_hostile`
-checks early retries, private-address requests and requests to hosts whose robots.txt failed.
-This module needs no model: names, the catalogue of paths, raw answers.
+Every host is in ``synth.test``. The ground truth is :class:`synthweb.truth.HostileTruth`,
+checked by :func:`synthweb.audit.audit_hostile`. This module needs no model: names, the
+catalogue of paths, raw answers.
 """
 
 from __future__ import annotations

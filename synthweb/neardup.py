@@ -1,46 +1,25 @@
 """The near-duplicate profile of the synthetic web: one article on several sites, and decoys.
 
 Off unless ``WebConfig.near_duplicate_groups`` or ``near_duplicate_edited_groups`` is above 0
-(:meth:`~synthweb.config.WebConfig.with_near_duplicate_profile`); with it off nothing here is
-served or modelled and the web is byte for byte what it was. With it on:
+(:meth:`~synthweb.config.WebConfig.with_near_duplicate_profile`); off, nothing here is served
+and the web is byte for byte what it was. On, normal hosts whose robots.txt lets every crawler
+fetch ``/news/`` (not the showcase) serve pages ``/news/{n}``, linked from their home pages,
+which ``h0``'s home page links:
 
-- **Groups** (near-duplicates as Manku, Jain and Das Sarma define them, WWW 2007: pages
-  "identical in terms of content but differing in a small portion of the document such as
-  advertisements, counters and timestamps"): ``near_duplicate_groups`` articles, each served
-  as ``near_duplicate_group_size`` pages ``/news/{n}`` on different hosts (the same host again
-  only when there are too few). The copies carry the same words of the article; each has the
-  host's own boilerplate around it (name, tagline, navigation, cookie notice, footer and
-  disclaimer, a "related" list of links in another order on each page) in one of three
-  layouts (HTML5 sections, ``<div>`` blocks, a layout table), with inline scripts, styles and
-  ``<noscript>`` text a reader does not see; and of its own: a date and counter line
-  ("Published 3 March 2026 ... 1,204 views"), a "Comments: N, last updated ..." line, an
-  advertisement (a label and a few sentences of other words, marked up as the host marks its
-  advertisements, :data:`AD_MARKUP`: ``<aside class="ad">``, ``<div class="advert">``,
-  ``<div id="sponsored">`` ..., within the article or after it), tracking parameters
-  (``utm_*``) in the links of the advertisement and of the share line, and the markup of the
-  article: paragraphs split or joined elsewhere, words in ``<b>``/``<i>``/``<em>``/
-  ``<strong>``, line breaks and indentation.
-- **Edited groups** (the harder case, counted apart): ``near_duplicate_edited_groups``
-  articles served as the groups are, and besides one to four words of the article changed
-  (words of the article's vocabulary) on every copy after the first.
-- **Decoys**: ``near_duplicate_decoys_per_group`` pages per group (edited groups too), on the
-  hosts of the group's copies: the same boilerplate, the same kind of date line and
-  advertisement, and an article of their own (half of them short, a few sentences, so that
-  the boilerplate is most of their text). A decoy is a near-duplicate of nothing.
+- **groups**: an article served on ``near_duplicate_group_size`` hosts, each copy in its host's
+  boilerplate and one of :data:`LAYOUTS`, with its own date and counter lines, advertisement
+  (marked up as in :data:`AD_MARKUP`), tracking parameters and markup: near-duplicates as
+  Manku, Jain and Das Sarma define them (WWW 2007);
+- **edited groups**: the same, with one to four words of the article changed on every copy
+  after the first;
+- **decoys**: ``near_duplicate_decoys_per_group`` pages a group, with the copies' boilerplate and
+  an article of their own (half of them short): near-duplicates of nothing.
 
-Articles are sentences of synthetic words (a Zipf-like draw from a vocabulary of a few
-thousand, mixed with English function words), so two articles share common word runs but no
-passage. The hosts are normal hosts whose robots.txt lets every crawler fetch ``/news/``
-(robots kinds normal and missing; not the showcase, whose layout is fixed); each host's home
-page links its ``/news/`` pages, and the showcase home page (host 0's when there is none)
-links the home page of every such host, so a crawl from ``h0`` reaches them all. The ground
-truth is :meth:`~synthweb.graph.SyntheticWeb.near_duplicate_groups`,
-:meth:`~synthweb.graph.SyntheticWeb.near_duplicate_edited_groups` and
-:meth:`~synthweb.graph.SyntheticWeb.near_duplicate_decoys`. Links to advertisers and sharing
-sites go to hosts off the web (the proxy answers 502); the links within the web carry no
-tracking parameters, as the web answers no such spelling of its pages.
-
-This module holds what needs no model: the placement of pages, articles, edits and rendering.
+Articles are sentences of synthetic words (a Zipf-like draw from a few thousand, mixed with
+English function words), so articles share common word runs but no passage. The ground truth
+is :meth:`~synthweb.graph.SyntheticWeb.near_duplicate_groups`, ``near_duplicate_edited_groups``
+and ``near_duplicate_decoys``. This module holds what needs no model: the placement of pages,
+articles, edits and rendering.
 """
 
 from __future__ import annotations

@@ -1,49 +1,25 @@
 """The sitemap profile of the synthetic web: hosts whose pages only sitemaps lead to.
 
 Off unless ``WebConfig.sitemaps`` is on (:meth:`~synthweb.config.WebConfig.with_sitemap_profile`);
-with it off nothing here is served or modelled. With it on, two things happen.
+off, nothing here is served or modelled. On:
 
-Some normal hosts name sitemaps (:class:`HostSitemaps`, :func:`normal_host_sitemaps`): a share
-(``WebConfig.sitemap_host_share``, half with ``with_sitemap_profile()``) of the hosts whose
-robots.txt answers 200 with rules (normal, agent-group and crawl-delay kinds; not the showcase
-``h0``), chosen from the seed. Their robots.txt gains ``Sitemap: http://hN.synth.test/sitemap.xml``
-(a urlset) and, on some, ``Sitemap: http://hN.synth.test/sitemap.txt`` (a text sitemap, which a
-``Disallow: /*.txt$`` of the same robots.txt may forbid: then it is refused); they list the home
-page, up to two other HTML pages of the host and two to four orphans ``/orphan/{n}``, pages that
-no page links to (each links to its home page). Nothing else of those hosts changes.
+- a share (``WebConfig.sitemap_host_share``) of the normal hosts whose robots.txt has rules (not
+  the showcase ``h0``) name ``/sitemap.xml`` and on some ``/sitemap.txt`` in their robots.txt
+  (:func:`normal_host_sitemaps`), listing their home page, a few pages and orphans
+  ``/orphan/{n}`` that no page links to;
+- the home page of ``h0.synth.test`` links ``sm-a.synth.test``, whose robots.txt names, at
+  fixed URLs (:data:`ROBOTS`, :data:`DOCUMENTS`), every format and every case a crawler must
+  refuse: a urlset, a relative index of a text sitemap, a gzipped urlset without
+  Content-Encoding and a nested index whose third-level child must not be fetched, a sitemap
+  its robots.txt disallows, and a sitemap on ``sm-b`` (cross-submission) listing pages of
+  sm-a (accepted), sm-b (its own host) and sm-c (refused).
 
-And the home page of ``h0.synth.test`` links to ``http://sm-a.synth.test/``, whose robots.txt
-names four sitemaps, every format and every refusal at fixed URLs:
-
-- ``Sitemap: http://sm-a.synth.test/sitemap.xml``: a urlset (sitemaps.org namespace, lastmod,
-  changefreq, priority, an ``&amp;`` in a query) listing a linked page, two orphans (pages no
-  page links to) and a page of ``sm-c`` (another host: must not be followed);
-- ``sitemap: /sitemap-index.xml`` (relative, odd case): an index of a text sitemap
-  (``/sitemaps/part-1.txt``), a gzipped urlset served as ``application/x-gzip`` without
-  Content-Encoding (``/sitemaps/part-2.xml.gz``), a plain urlset (``/sitemaps/part-3.xml``)
-  and a nested index
-  (``/sitemaps/nested-index.xml``, the second level below robots.txt, so fetched) whose child
-  (``/sitemaps/deep.xml``, a third level) must not be fetched, nor the orphan only it lists;
-- ``Sitemap: http://sm-a.synth.test/private/sitemap.xml``: disallowed by the same robots.txt;
-- ``Sitemap: http://sm-b.synth.test/for-a.xml``: a sitemap on another host (cross-submission),
-  listing an orphan of ``sm-a`` (accepted: the robots.txt naming it is sm-a's), an orphan of
-  ``sm-b`` (its own host) and one of ``sm-c`` (neither: refused).
-
-The rules a crawler must follow here (the model in :func:`synthweb.truth.expected_crawl` applies
-them to what :meth:`~synthweb.graph.SyntheticWeb.sitemap_document` says):
-
-1. A robots.txt answering 2xx names its first :data:`MAX_PER_ROBOTS` ``Sitemap:`` URLs
-   (relative ones resolved against the robots.txt URL); each enters the crawl like a link, at
-   level 1, and is fetched unless its own host's robots.txt disallows it.
-2. A fetched index at level L: its children enter at level L+1 if L+1 <= :data:`MAX_NESTING`,
-   else none is fetched. A fetched urlset or text sitemap: each URL it lists enters the crawl
-   as a page (its links are then followed) if it is on the sitemap's own host or, for a
-   sitemap a robots.txt names (level 1) only, on the host of that robots.txt (cross-submission:
-   sm-a's robots.txt vouches for ``sm-b.synth.test/for-a.xml`` listing sm-a's pages); any other
-   listed URL is never fetched. Hosts are compared exactly (``sm-a`` and ``sm-c`` share
-   ``synth.test`` but are two hosts).
-3. robots.txt and politeness apply to sitemaps and listed pages like to any URL, and every URL
-   is fetched at most once however many ways lead to it.
+The rules a crawler must follow here, which :func:`synthweb.truth.expected_crawl` applies to
+:meth:`~synthweb.graph.SyntheticWeb.sitemap_document`: a robots.txt answering 2xx names its
+first :data:`MAX_PER_ROBOTS` sitemaps, each entering like a link at level 1; an index at level
+L leads to its children only if L + 1 <= :data:`MAX_NESTING`; a listed URL enters as a page if
+it is on the sitemap's own host or, for a level-1 sitemap, on the host of the robots.txt that
+names it (hosts compared exactly); robots.txt, politeness and fetching once apply as anywhere.
 """
 
 from __future__ import annotations

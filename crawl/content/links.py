@@ -1,57 +1,25 @@
 """Link extraction from fetched pages: lxml, with Beautiful Soup as the fallback.
 
-What a page leads to, by kind (``parse.follow`` names the kinds followed; all by default),
-with the Heritrix hop each link gets:
+:class:`LinkExtractor` (and :func:`extract_links`) gives what a page leads to, by kind, each
+with its Heritrix hop: navigation (L) from ``<a href>``, ``<area href>`` and ``<link href>``
+and HTTP ``Link:`` headers of other rels; embeds (E) from stylesheets, icons, frames, images,
+scripts, ``<embed>``/``<object>``, media and the ``preload``, ``modulepreload``, ``prefetch``
+and ``manifest`` rels; a refresh (R) from ``<meta http-equiv=refresh>``. ``parse.follow`` names
+the kinds followed (:data:`KINDS`). HTML links resolve against ``<base href>``, ``Link:``
+header links against the page's URL (RFC 8288), and all are normalised
+(:mod:`crawl.urls.normalize`); a redirect's ``Location:`` is not read here.
 
-========== =================================================================== =====
-kind       where                                                               hop
-========== =================================================================== =====
-a          ``<a href>``                                                        L
-area       ``<area href>``                                                     L
-link       ``<link href>`` and HTTP ``Link:`` header links of any other rel    L
-           (next, prev, alternate, canonical, ...); ``preload``,               (E)
-           ``modulepreload``, ``prefetch``, ``manifest``: E. ``dns-prefetch``,
-           ``preconnect`` (an origin, not a resource), ``pingback`` and
-           ``webmention`` (endpoints to post to) are not links
-stylesheet ``<link rel=stylesheet>`` (and in a ``Link:`` header)                 E
-icon       ``<link rel=icon>``, ``apple-touch-icon``, ``mask-icon``, ...       E
-frame      ``<frame src>``, ``<iframe src>`` (part of the page, as Heritrix)   E
-img        ``<img src>`` (not ``srcset``)                                      E
-script     ``<script src>``                                                    E
-embed      ``<embed src>``, ``<object data>``                                  E
-media      ``<video src>``, ``<audio src>``, ``<source src>``, ``<track src>`` E
-refresh    ``<meta http-equiv=refresh content="5; url=...">``                  R
-========== =================================================================== =====
+``nofollow`` for the crawler's product token drops a link (its ``rel``) or a page's navigation
+links (``<meta name=robots>``, ``<meta name=TOKEN>``, ``X-Robots-Tag``), never its embeds or
+refresh; ``noindex`` and the canonical link are reported, not acted on. At most
+``max_outlinks`` are kept, the refresh and navigation before the embeds, links to the page's
+own host and to others alternating; what is dropped is counted by reason. The text encoding
+comes from a byte order mark, the Content-Type, a ``<meta>`` or XML declaration, else UTF-8 if
+valid, else :func:`guess_encoding`. Broken markup, binary junk and junk headers never raise: at
+worst a page yields no links.
 
-HTML links resolve against ``<base href>`` when the page has one, ``Link:`` header links
-against the page's URL (RFC 8288); all are normalised with :mod:`crawl.urls.normalize`. A redirect's
-``Location:`` is not read here: a redirect has no page (:mod:`crawl.processing`).
-
-Robots directives for the crawler's product token (``user_agent.product``) are obeyed: a link
-whose ``rel`` has ``nofollow`` is dropped, and so are a page's navigation links (hop L) when
-``<meta name=robots>``, ``<meta name=TOKEN>`` or an ``X-Robots-Tag`` header (bare, or with a
-``TOKEN:`` prefix) says ``nofollow`` or ``none``. Its embeds (what a browser fetches to show
-the page) and its refresh target (what a browser goes to, like a redirect) are kept.
-``noindex`` is reported, not acted on: the page is still archived. Directives of other tokens
-(``googlebot: noindex``) are ignored; ``all`` changes nothing. The canonical link
-(``rel=canonical``, the ``Link:`` header's first, else the HTML's) is reported too.
-
-A page's outlinks are capped at ``max_outlinks``, the best kept: the refresh target and the
-navigation links before the embeds; within each, the links to the page's own host and to other
-hosts alternate (so neither can crowd the other out), in the order above otherwise (``Link:``
-header, ``<link>``, then document order). What is dropped is counted by reason.
-
-lxml's HTML parser (libxml2, forgiving of broken markup) does the work: on the synthetic web's
-pages it took 50 us a page against 1,070 us for Beautiful Soup over lxml, and on a 71 KB page
-0.8 ms against 12.6 ms (``bench/parse_links.py``). ``<a>``/``<area>`` hrefs come from one XPath
-(plain strings, no element objects: the bulk of a page's links); the other kinds, ``<base>``
-and ``<meta>`` from one walk of ``iter()`` over their tags. Beautiful Soup takes over for the
-rare document lxml refuses. The text encoding comes from a byte order mark (UTF-8, UTF-16: it
-overrides everything, as in browsers), else from the Content-Type header, else from a
-``<meta>`` declaration (left to lxml) or an XML declaration's ``encoding``, else UTF-8 if the
-bytes are valid UTF-8, else detected (:func:`guess_encoding`: a non-Latin script by
-charset-normalizer's statistics, windows-1252 otherwise, as browsers default). Broken
-markup, binary junk and junk headers never raise out of here: at worst a page yields no links.
+README.md ("How it works", Process) gives the rules in full; BENCHMARKS.md ("Link extraction")
+the measurements behind lxml.
 """
 
 from __future__ import annotations

@@ -1,55 +1,21 @@
 """Near-duplicate pages: a page's fingerprint, and whether an earlier page had a close one.
 
-What the crawl job calls for each HTML page it archives, without Flink:
+:func:`fingerprint` (or :func:`fingerprint_text`) gives the 64-bit simhash of a page's
+features, with their count: the distinct words of its main text
+(:func:`crawl.content.text.main_text`), lower-cased, without dates and words holding a digit.
+:meth:`NearDuplicateDetector.check` says whether an earlier capture of another URL lies within
+``k`` bits (``neardup.max_distance``, 3), which one and how far, then adds the page to the
+index. A short page, with fewer than ``min_features`` (:data:`MIN_FEATURES`) features, is
+judged by its exact set of features instead (distance 0); one with fewer than
+``min_exact_features`` (:data:`MIN_EXACT_FEATURES`) is neither judged nor added.
 
-1. :func:`fingerprint` (or :func:`fingerprint_text`): the 64-bit simhash of the page's
-   features, with how many there are. The features are the distinct words of the page's main
-   text (:func:`crawl.content.text.main_text`: the article without the site's navigation, notices,
-   footer, link lists and advertisements), lower-cased, without dates and words holding a
-   digit (dates, times, counters change from copy to copy). See "Choice of features" below.
-2. :meth:`NearDuplicateDetector.check`: whether an earlier capture of another URL has a
-   fingerprint within Hamming distance ``k`` (3 by default, Manku et al.'s choice), which one
-   and how far; the page is then added to the index. A **short page**, with fewer than
-   ``min_features`` features (:data:`MIN_FEATURES`, 32 distinct words), has a fingerprint too
-   coarse for distances: it is judged by its exact set of features instead (an earlier short
-   page with the same simhash, distance 0: the same distinct words), as the thin pages of a
-   link farm, a soft 404's "not found" page or a calendar's empty days would be. Pages with
-   fewer than ``min_exact_features`` (:data:`MIN_EXACT_FEATURES`, 4) are not judged nor
-   added: a page of links alone says nothing of itself.
-
-Choice of features, measured on the synthetic web's near-duplicate profile
-(``tests/unit/test_neardup.py``, ``bench/neardup_quality.py``) at k = 3, in a fixed order, and
-on 600 unrelated articles for false matches. The profile's groups are near-duplicates as
-Manku, Jain and Das Sarma define them: one article on several hosts, each page in its host's
-boilerplate and with its own advertisement, date and counters, tracking parameters and markup;
-its edited groups have besides one to four words of the article changed per copy; its decoys
-share a host's boilerplate and nothing else. The first three rows were measured on edited
-copies alone (without advertisements), before the groups existed:
-
-- word 3-shingles of the whole visible text (:func:`crawl.content.simhash.text_features`): recall 0:
-  the boilerplate differs between hosts more than the article does;
-- word 3-shingles of the main text: precision 1, recall about 0.2; no unrelated pair within
-  distance 10. Each changed word changes three shingles: a 1 % edit is already 3 bits away;
-- words of the main text counted with their frequency: recall about 0.9, but frequent words
-  (the, of, and ...) weigh so much that unrelated articles come close: 3 pairs in 180,000
-  within distance 3, which at a million pages would make every page a "near-duplicate" of
-  dozens of unrelated ones;
-- distinct words of the main text (chosen), dates left out: groups precision 1.00, recall
-  1.00; edited groups precision 1.00, recall 0.68; no unrelated pair within distance 8 of
-  180,000. With the month names of the dates kept, recall on the groups is 0.85; with the
-  advertisements kept in the main text, 0.65.
-
-Simhash at k = 3 holds pages whose features are at least 99 % alike (the expected distance
-is 64 x angle / pi); copies that differ by several words in a few hundred are beyond it
-whatever the features, unless common features dominate and precision goes.
-
-Memory: about 100 bytes a judged page at the defaults (the index's 80, see
-:class:`~crawl.content.simhash.SimhashIndex`, and 16 for the capture id and URL key), at most
-``capacity`` pages. When full, ``when_full="evict"`` (the default) forgets the older half of
-the pages at once (:attr:`NearDuplicateDetector.evicted` counts them): the index is kept in two
-generations of ``capacity / 2`` pages, the older dropped when the newer fills. ``"stop"`` keeps
-the first ``capacity`` pages and judges later ones without adding them
+The detector holds at most ``capacity`` pages, about 100 bytes each, in two generations of
+``capacity / 2``: when full, ``when_full="evict"`` forgets the older one
+(:attr:`NearDuplicateDetector.evicted`), ``"stop"`` judges later pages without adding them
 (:attr:`NearDuplicateDetector.refused`).
+
+README.md ("How it works", Near-duplicates) places it in the job; BENCHMARKS.md
+("Near-duplicates: quality", with the choice of features) has the measurements.
 """
 
 from __future__ import annotations

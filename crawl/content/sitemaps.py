@@ -1,50 +1,23 @@
 """Sitemaps (sitemaps.org): the URLs a robots.txt and its sitemap files name, as plain logic.
 
-How sitemaps feed the crawl (the process stage applies these; see ``crawl/processing.py``):
+:func:`sitemaps_in_robots` reads the ``Sitemap:`` lines of a robots.txt that answered 2xx
+(case-insensitive, relative values resolved against it, at most ``sitemaps.max_per_robots``);
+each sitemap enters the crawl as a URL with the hop ``S``. :func:`parse_sitemap` reads a fetched
+sitemap: the children of an index enter with one more ``S``, up to ``sitemaps.max_nesting``
+levels below robots.txt; the URLs of a urlset, a text sitemap or an RSS/Atom feed enter with
+the hop ``M`` if they are on the sitemap's host or, for a sitemap a robots.txt names, on that
+robots.txt's host. :mod:`crawl.processing` applies these rules.
 
-- a robots.txt that answers 2xx names sitemaps in ``Sitemap:`` lines
-  (:func:`sitemaps_in_robots`: case-insensitive, relative values resolved against the
-  robots.txt URL, at most ``sitemaps.max_per_robots``); each enters the crawl as a URL with the
-  hop ``S`` (a sitemap document), so robots.txt, politeness and the URL-seen test apply to it
-  like to any page;
-- a fetched sitemap document (hop path ending in ``S``, redirects aside) is read by
-  :func:`parse_sitemap`: the children of a sitemap index enter with one more ``S``, up to
-  ``sitemaps.max_nesting`` levels below robots.txt (deeper ones are refused,
-  ``sitemap:too-deep``); the URLs of a urlset, a text sitemap or an RSS/Atom feed enter with the
-  hop ``M`` (listed in a sitemap) and are crawled like pages, if they are on the sitemap's own
-  host or, for a sitemap a robots.txt names, on that robots.txt's host (sitemaps.org's
-  cross-submission); others are refused (``sitemap:cross-host``).
-
-:func:`parse_sitemap` takes a body as fetched (Content-Encoding already removed). The bytes
-decide what it is, not the Content-Type, which servers get wrong for sitemaps:
-
-- a gzip file (``.xml.gz``: it starts with 1f 8b) is decompressed here, streaming, within
-  ``sitemaps.max_bytes`` (what was decoded up to there is read, ``sitemap:too-large``) and
-  ``sitemaps.max_decompression_ratio`` (a bomb: nothing is kept, ``sitemap:compression-ratio``);
-- XML (a first ``<`` after an optional BOM and whitespace, or a UTF-16 BOM) is read
-  incrementally by lxml, safely: entities are never expanded, no DTD is loaded, nothing is
-  fetched from the network (no XXE; a ``<loc>`` holding an entity reference is a bad entry),
-  and libxml2's own limits (amplification, depth, text size: ``huge_tree`` stays off) end an
-  entity bomb at once as ``sitemap:malformed-xml``. The root element decides the format:
-  ``urlset`` (``url/loc``, ``lastmod``, ``changefreq``, ``priority``), ``sitemapindex``
-  (``sitemap/loc``, ``lastmod``), ``rss`` (``channel/item/link``, ``pubDate``) or ``feed``
-  (Atom: ``entry/link@href`` with rel alternate or none, ``updated``). Elements are matched
-  by local name in any namespace (sitemaps.org 0.9, Google's old 0.84, none), an entry's
-  fields in the entry's own namespace. Names are case-sensitive, as XML's are: ``<URL>`` is
-  not ``<url>`` to sitemaps.org or to Google, and matching them exactly lets lxml
-  filter entries in C, which halves the time of a large sitemap;
-- anything else with a URL in its first 4 KiB (or served as text/plain) is a text sitemap:
-  one URL per line, UTF-8.
-
-What a broken document held before the break is kept, with the error named
-(``sitemap:malformed-xml``, trailing garbage after the root included). A document that is
-malformed only by a bare ``&`` in a URL (``?a=1&b=2``, the commonest generator bug) or an HTML
-entity (``&nbsp;``), which XML does not know, is repaired and read again in full (with no
-error: all of it was read). An entry is
-kept if its location is an absolute http(s) URL of at most :data:`MAX_LOC_LENGTH` characters
-(whitespace around it stripped, CDATA and character references decoded), else counted as
-``sitemap:bad-entry``; entries past ``sitemaps.max_urls`` are counted as
-``sitemap:over-limit``. URLs are returned as written: the caller normalises them.
+:func:`parse_sitemap` takes a body with its Content-Encoding removed; the bytes decide what it
+is, not the Content-Type: gzip (decompressed here within ``max_bytes`` and
+``max_decompression_ratio``), XML (its root ``urlset``, ``sitemapindex``, ``rss`` or ``feed``),
+else a text sitemap. XML is read incrementally by lxml, safely: no entity expanded, no DTD
+loaded, nothing fetched (no XXE), libxml2's limits on. Element names are matched by local name
+in any namespace and case-sensitively, as XML's are, which lets lxml filter entries in C. What
+a broken document held before the break is kept, with the reason (``sitemap:malformed-xml``,
+...); one broken only by a bare ``&`` or an HTML entity is repaired and read again in full. An
+entry is an absolute http(s) URL of at most :data:`MAX_LOC_LENGTH` characters, returned as
+written: the caller normalises it. README.md ("How it works", Fetch) puts sitemaps in the crawl.
 """
 
 from __future__ import annotations

@@ -1,69 +1,29 @@
 """The crawl DB of one partition: the URL-seen test and every URL's record, in a DRUM.
 
-The crawl DB is split into ``crawldb.partitions`` partitions: a URL's partition is its vnode
-modulo the partition count, so a host's URLs share a partition. Each partition is one
-:class:`drum.Drum` in a directory of its own (``<output>/crawldb/partition-NNNNN``), driven by
-the crawl DB operator keyed by partition (``operators/crawl_db.py``), which only moves values
-between Flink and this class.
+A URL's partition is its vnode modulo ``crawldb.partitions``, so every host of a registered
+domain shares one. Each partition is one :class:`drum.Drum` in a directory of its own
+(``<output>/crawldb/partition-NNNNN``), driven by the crawl DB operator keyed by partition
+(``operators/crawl_db.py``), which only moves values between Flink and :class:`CrawlDbPartition`.
 
-Why partitions, not one DRUM per vnode: a merge costs a mostly fixed amount (two files written
-and fsynced, a manifest and a journal reset in keyed state), and each buffer must be merged
-within ``crawldb.flush_seconds`` so that new URLs reach the frontier soon. With one DRUM per
-vnode (256 by default) an active crawl would run hundreds of tiny merges a second in the one
-interpreter of the job; 16 partitions run a few dozen. The partition count is fixed for the
-life of a crawl, like the vnode count, and bounds the crawl DB's parallelism.
+Operations, as the loop delivers them: a **found** URL is a ``check_update`` with an UNFETCHED
+record (its hops, and the cash its discovery brings: :mod:`crawl.urls.priority`); a **done**
+event an ``update`` with the fetch outcome, less the cash the fetch passed on (with
+``recrawl.enabled``, also the next fetch time :mod:`crawl.crawldb.recrawl` computes); a
+**rescore** gives a found URL a share of its discovery's cash once more; a **near** mark sets
+:data:`FLAG_NEAR_DUPLICATE`. Answers come when a merge runs: when the buffer is full, or
+``flush_seconds`` after its first operation (:meth:`CrawlDbPartition.flush`).
 
-Operations, in the order the loop delivers them:
+A new URL goes to the frontier once (invariant 2): at once without priority, else in a
+**release**, a due selection within the budgets (:mod:`crawl.crawldb.budgets`) whose records
+become QUEUED; made from the DRUM's due window while it lasts, else in a read-only pass over
+its runs, spaced by ``release_max_share``. :attr:`CrawlDbPartition.pending` counts the URLs
+left for a later release, except those a budget holds back (:attr:`CrawlDbPartition.deferred`).
 
-* a **found** URL (a link, a seed, a redirect target): ``check_update`` with an UNFETCHED
-  record (depth = its hops, score = the cash this discovery brings: :mod:`crawl.urls.priority`).
-  The merge that answers it says whether the URL was new; a new URL is handed to the frontier
-  once (invariant 2, ARCHITECTURE.md: nothing is fetched twice): at once without priority, else
-  by a release (below);
-* a **done** event (a fetch outcome): ``update`` with the outcome (status, HTTP status,
-  reason, time, and minus the cash the fetch passed on); attempts and failures are counted,
-  the newest outcome wins;
-* a **rescore** (from the near-duplicate stage): a found URL whose score gets a share of
-  the cash its discovery brought once more (negative: the link of a near-duplicate counts
-  less);
-* a **near** mark: ``update`` setting the record's :data:`FLAG_NEAR_DUPLICATE`.
-
-**Releases** (``priority.enabled``). At most every ``priority.release_seconds``, when
-operations came since the last one, the merge makes a due selection (:class:`drum.DuePolicy`
-with ``mark_queued``): from the DRUM's due window (``priority.release_window`` records of the
-URLs due soonest and of those QUEUED, in memory, kept exact by every merge:
-:mod:`drum.due_window`) while it lasts, else in a read-only pass over the folded DRUM runs
-(about 0.2 s a million URLs; or a major merge's when one is due anyway), which builds the
-window again. A release that passed over the DRUM spaces the next so that releases take at
-most ``release_max_share`` of the time, and the next release then takes as many more URLs
-(``release_batch`` per ``release_seconds`` of the spacing, at most ``release_window``). The
-selection takes the UNFETCHED URLs with the most cash that their budgets allow
-(:mod:`crawl.crawldb.budgets`), at most that batch, and no more of a host than leave
-``host_window`` of its URLs QUEUED; the selected records become QUEUED (a fetch outcome,
-newer, replaces that) and go to the frontier with their rank. URLs left wait for a later
-release: :attr:`CrawlDbPartition.pending` counts them (the launcher's idle test needs it),
-but for those a budget holds back (:attr:`CrawlDbPartition.deferred`).
-
-Answers come in bulk, when a merge runs: when the buffer is full, or at the latest
-``flush_seconds`` after the buffer's first operation (the operator's timer calls
-:meth:`CrawlDbPartition.flush`).
-
-The payload stored with a URL's key is ``url \\n hops \\n via`` (the discovery path and the
-referring URL), so the frontier gets what the crawl log needs from the DRUM's answer alone.
-
-**Revisits** (``recrawl.enabled``, :mod:`crawl.crawldb.recrawl`): a done event carries the recrawl
-state its URL was fetched with and what the fetch saw; the schedule computes the URL's next
-fetch time and new state, which go into the outcome record. A release takes due revisits with
-new URLs (within ``recrawl.refresh_share``, most overdue first) and hands each out with its
-state; the partition wakes itself when the earliest URL comes due. Without recrawl every
-outcome is final. A major merge moves URLs done for good (an outcome never due again: fetched
-without recrawl, retired, rejected) to archived sets, where they stay "seen".
-
-Checkpoint consistency (ARCHITECTURE.md, "State and checkpoints"): after every call the operator
-stores :meth:`CrawlDbPartition.take_state` in keyed state: the manifest (which immutable files make
-the DRUM), the journal (operations not merged yet) and the history of dropped files (for
-garbage collection). Restoring from any retained checkpoint's values gives back exactly the
-DRUM of that checkpoint; files are deleted only when no retained checkpoint can refer to them.
+The payload stored with a URL's key is ``url \\n hops \\n via``, so the frontier gets what the
+crawl log needs from the DRUM's answer alone. After every call the operator stores
+:meth:`CrawlDbPartition.take_state` in keyed state. README.md ("How it works": Crawl DB,
+Priority) has the releases and budgets; ARCHITECTURE.md ("State and checkpoints", decision 5)
+checkpoint consistency and why partitions rather than a DRUM per vnode.
 """
 
 from __future__ import annotations

@@ -11,43 +11,23 @@ One loop line carries everything one page produced for one virtual node::
                  "out": [[registered domain, another it links to], ...],
                  "level": typical cash of the pages fetched now}
 
-``cash`` gives each found URL the cash its discovery brings (:mod:`crawl.urls.priority`), in
-the order of ``found``; lines written before cash existed have none (the crawl DB then gives
-seeds and sitemaps their boost and links nothing). A done event's ``spent`` is the cash the
-fetch passed on, which the crawl DB takes back out of the URL's record.
+- ``i``: the producer's id and sequence number, so a line read twice can be told from two alike;
+- ``cash``: what each ``found`` URL's discovery brings (:mod:`crawl.urls.priority`), in order;
+  older lines have none;
+- ``done``: a fetch outcome; ``revisit`` is the recrawl state the URL was fetched with and what
+  the fetch saw (:class:`crawl.crawldb.recrawl.Revisit`, encoded; null without recrawl),
+  ``spent`` the cash the fetch passed on;
+- ``rescore`` and ``near``: from the near-duplicate stage (:mod:`crawl.content.near_judge`): a
+  link of a near-duplicate gets ``weight`` (negative) times its ``cash`` once more, and a
+  near-duplicate is marked in the crawl DB;
+- ``hint`` and ``lastmod``: a sitemap's ``changefreq`` and ``lastmod`` for found URLs;
+- ``out``: the other registered domains a page links to (the domain budgets); ``level``: the
+  producer's :class:`crawl.urls.priority.CashLevel`, against which new URLs are deferred.
 
-``rescore`` and ``near`` come from the near-duplicate stage (:mod:`crawl.content.near_judge`): a URL
-a near-duplicate page linked gets ``weight`` (negative) times the ``cash`` that link brought
-once more (the link counts less; without ``cash``, an older line: times what the link was
-worth then), and a page found to be a near-duplicate of an earlier capture is marked so in the
-crawl DB.
-
-A done event of a continuous crawl (``recrawl.enabled``) has a sixth item, the revisit (null
-without recrawl when a ``spent`` follows): the recrawl state the URL was fetched with and what
-the fetch saw
-(:class:`crawl.crawldb.recrawl.Revisit`, encoded), from which the crawl DB computes its next fetch
-time.
-
-``out`` names, for a page of the line's vnode, the other registered domains it links to (the
-crawl DB's domain budgets count no support from a domain that a domain links back to).
-
-``level`` is the producer's estimate of the typical cash of the pages the crawl fetches now
-(:class:`crawl.urls.priority.CashLevel`), against which the crawl DB defers new URLs.
-
-``hint`` gives found URLs a recrawl interval hint (a sitemap's ``changefreq``), which a
-continuous crawl starts their schedule with; ``lastmod`` the time a sitemap says their content
-last changed, which makes a URL fetched before then due again.
-
-``i`` makes every line unique (its producer's id and sequence number): a line read twice can be
-told from two alike.
-
-A URL's vnode is a hash of its host's registered domain (:func:`url_vnode`), so every host of a
-domain shares a vnode, hence a crawl DB partition, where per-domain budgets are kept. The vnode
-prefix lets the decode stage key the line without parsing its JSON, and grouping by vnode moves
-a page's outlinks as a few records instead of one per URL (most links stay on the page's own
-domain, hence its own vnode). The page's own outcome travels in the line of its
-own vnode. Seeds enter the crawl the same way: a seed file in the loop directory, written
-atomically (hidden name first, then renamed), holds lines of this format.
+A URL's vnode (:func:`url_vnode`) is a hash of its host's registered domain; the prefix lets
+the reader key a line without parsing its JSON. Seed files in the loop directory hold lines of
+this format. README.md ("How it works", Loop) and ARCHITECTURE.md ("The job", the loop)
+describe the loop itself.
 """
 
 from __future__ import annotations
