@@ -10,8 +10,9 @@ linking every page of its host) and every private address of :data:`PRIVATE_URLS
 - ``x-trickle``: ``/trickle`` sends its body at :data:`TRICKLE_BYTES_PER_SECOND` for
   ``WebConfig.hostile_trickle_seconds``, while the server serves other connections;
 - ``x-broken`` (:data:`BROKEN_PATHS`, one fault a path): a TCP reset, a short body, bad
-  chunking, bad gzip, a gzip bomb, a 20 MiB page, a 64 KiB header, 1,000 headers, a redirect
-  loop (:data:`LOOP_PATHS`);
+  chunking, bad gzip, a gzip bomb (``WebConfig.hostile_bomb_bytes``), a big page
+  (``hostile_big_page_bytes``), a 64 KiB header, 1,000 headers, a redirect loop
+  (:data:`LOOP_PATHS`);
 - the private addresses: the proxy answers them with :data:`PRIVATE_STATUS` (421) and logs
   ``fault: "private-address"``;
 - robots.txt cases: ``x-robots-stall`` never answers (unreachable: nothing else there may be
