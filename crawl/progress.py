@@ -22,6 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from crawl.memory import MemoryTrace
+from crawl.stages import (
+    CRAWLDB_BUFFERED,
+    CRAWLDB_PENDING,
+    FETCH_IN_FLIGHT,
+    FETCH_QUEUED,
+    FETCH_TIMERS,
+    PROCESS_PAGES,
+)
+from crawl.status import Status
 
 __all__ = [
     "CounterCarry",
@@ -283,7 +292,8 @@ class CrawlFigures:
     def pages(self) -> int:
         """Page fetch outcomes processed (robots.txt requests and robots denials excluded)."""
         return sum(
-            v for k, v in self.with_prefix("process.pages.").items() if k != "ROBOTS_DENIED"
+            v for k, v in self.with_prefix(PROCESS_PAGES.member_prefix).items()
+            if k != Status.ROBOTS_DENIED
         )
 
     @property
@@ -297,7 +307,7 @@ class CrawlFigures:
 
 
 #: Counters that move while a crawl makes no progress.
-_NOT_PROGRESS = frozenset({"fetch.timers"})
+_NOT_PROGRESS = frozenset({FETCH_TIMERS.key})
 
 
 class QuietTracker:
@@ -316,7 +326,7 @@ class QuietTracker:
         """Seconds the crawl has been quiet as of ``now`` (0 when something moves)."""
         fingerprint = figures.fingerprint
         if (
-            figures.gauge("fetch.in_flight") > 0
+            figures.gauge(FETCH_IN_FLIGHT.key) > 0
             or fingerprint != self._fingerprint
             or not figures.counters
         ):
@@ -335,8 +345,8 @@ def is_idle(figures: CrawlFigures, quiet_seconds: float, idle_seconds: float) ->
     to be released to the frontier), and quiet for ``idle_seconds`` (0 means never idle)."""
     return (
         idle_seconds > 0
-        and figures.gauge("fetch.queued") == 0
-        and figures.gauge("crawldb.buffered") == 0
-        and figures.gauge("crawldb.pending") == 0
+        and figures.gauge(FETCH_QUEUED.key) == 0
+        and figures.gauge(CRAWLDB_BUFFERED.key) == 0
+        and figures.gauge(CRAWLDB_PENDING.key) == 0
         and quiet_seconds >= idle_seconds
     )
