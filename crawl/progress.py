@@ -8,6 +8,10 @@ nothing in flight and no counter moving for ``idle_seconds``) and to print the s
 Counters must only move with crawl work (a gauge for anything periodic), or the crawl never
 looks quiet. The
 files work the same on one machine and on a cluster with a shared filesystem.
+
+A status file is a stage's figures, not a URL's outcome status (:mod:`crawl.status`); the
+stages' names and the figures read outside the stage that counts them are in
+:mod:`crawl.stages`.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ __all__ = [
 
 
 class StageStatus:
-    """Counters and gauges of one subtask, written to a JSON file every ``interval`` seconds.
+    """Counters and gauges of one subtask (its figures, named as :mod:`crawl.stages` says),
+    written to its status file every ``interval`` seconds.
 
     The owning operator updates :attr:`counters` and :attr:`gauges` (plain dicts) from its own
     thread; the writer thread only copies them, which is atomic under the GIL.

@@ -1,5 +1,8 @@
 """``python -m job status``: a crawl's job and figures, from Flink's REST API and its files.
 
+(The command; the outcome statuses of URLs are :mod:`crawl.status`, and a stage's status file,
+which this command reads, is :class:`crawl.progress.StageStatus`.)
+
 Two ways to point at a crawl:
 
 - ``--out DIR``, a crawl run by the launcher: ``DIR/job.json`` names the job and its REST

@@ -10,7 +10,8 @@
            [-> one instance: near-duplicates (verdicts, the pages' outcomes)]
         -> loop sink (files back into the loop dir)
 
-Every stage has a name and a stable uid (savepoints map state to operators by uid). URLs are
+Every stage has a name and a stable uid (savepoints map state to operators by uid), both
+spelt once, in :mod:`crawl.stages`. URLs are
 normalised where they are born (seed injection, link extraction), so the loop only carries
 canonical URLs grouped by vnode.
 """
