@@ -1,7 +1,7 @@
 """``python -m job status``: a crawl's job and figures, from Flink's REST API and its files.
 
-(The command; the outcome statuses of URLs are :mod:`crawl.status`, and a stage's status file,
-which this command reads, is :class:`crawl.progress.StageStatus`.)
+This module is the command. A URL's outcome status is :mod:`crawl.status`'s; the stages'
+status files the command reads are written by :class:`crawl.progress.StageStatus`.
 
 Two ways to point at a crawl:
 
