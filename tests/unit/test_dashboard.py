@@ -3,11 +3,11 @@ every panel with a query on the Prometheus datasource the user picks, and every 
 it queries the Prometheus name of a figure its stage counts.
 
 The figures are read from the code: the names (or f-string patterns) the stages pass to
-``count``, the keys of their gauges and the latency histogram of the fetch stage, a name given
-as a :class:`crawl.stages.Figure` (``FETCH_QUEUED.name``, ``FETCH_RESULTS.member(...)``) read
-from that module. A figure
-renamed in the code, or a typo in a query, fails here; the end-to-end test
-(``test_near_duplicates``) checks the same queries against a running crawl's scrape.
+``count``, the keys of their gauges and the latency histogram of the fetch stage; a name given
+as a :class:`crawl.stages.Figure` (``FETCH_QUEUED.name``, ``FETCH_RESULTS.member(...)``) is
+looked up in that module. A figure renamed in the code, or a typo in a query, fails here; the
+end-to-end test (``test_near_duplicates``) checks the same queries against a running crawl's
+scrape.
 """
 
 from __future__ import annotations
