@@ -30,6 +30,7 @@ from crawl.archive.warc import WarcFileWriter  # noqa: E402
 from crawl.model import FetchResult  # noqa: E402
 from crawl.processing import PageProcessor  # noqa: E402
 from crawl.progress import StageStatus  # noqa: E402
+from crawl.stages import PROCESS  # noqa: E402
 from crawl.status import Status  # noqa: E402
 from synthweb import SyntheticWeb, WebConfig  # noqa: E402
 
@@ -61,7 +62,7 @@ def run(results: list[FetchResult], options: dict, folder: Path) -> float:
     """Pages per CPU second of one pass over ``results``."""
     warc = WarcFileWriter(folder / "warc", "bench", 0)
     log = CrawlLogWriter(folder / "crawl.log", background_flush=False)
-    status = StageStatus(folder / "status", "process", 0, interval=3600)
+    status = StageStatus(folder / "status", PROCESS.figures, 0, interval=3600)
     processor = PageProcessor(warc, log, 256, status, producer_id="0.bench",
                               recent_urls=100_000, captures=_Captures(), **options)
     began = time.thread_time()

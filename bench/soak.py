@@ -50,6 +50,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from crawl.stages import FETCH_HOSTS_ACTIVE, NEARDUP_PAGES  # noqa: E402
 from synthweb import SyntheticWebServer, WebConfig  # noqa: E402
 from synthweb.proctree import descendants  # noqa: E402
 
@@ -468,7 +469,8 @@ def memory_split_table(watcher: Watcher, edges: list[float], first_fetch: float)
               f"{rocks.get('cur-size-all-mem-tables', 0) / mib:.1f} | "
               f"{rocks.get('estimate-table-readers-mem', 0) / mib:.1f} | "
               f"{rocks.get('block-cache-usage', 0) / mib:.1f} | "
-              f"{gauges.get('neardup.pages', 0):.0f} | {gauges.get('fetch.hosts_active', 0):.0f} |")
+              f"{gauges.get(NEARDUP_PAGES.key, 0):.0f} | "
+              f"{gauges.get(FETCH_HOSTS_ACTIVE.key, 0):.0f} |")
     traced = [s["trace"] for s in watcher.samples if s.get("trace", {}).get("types")]
     if traced:
         print("\nPython types whose objects grew most (the trace's first line to its last):")

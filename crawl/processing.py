@@ -75,6 +75,20 @@ from crawl.http.client import NOT_MODIFIED
 from crawl.loop.records import DoneEvent, FoundUrl, encode_line, url_vnode
 from crawl.model import FetchResult
 from crawl.progress import StageStatus
+from crawl.stages import (
+    PROCESS_BYTES,
+    PROCESS_FETCHES_DISCOVERY,
+    PROCESS_FETCHES_REFRESH,
+    PROCESS_FOUND_BY,
+    PROCESS_LINKS_FOUND,
+    PROCESS_LINKS_HELD_CASH,
+    PROCESS_LINKS_RECENT,
+    PROCESS_LINKS_REJECTED,
+    PROCESS_NEARDUP_QUERIES,
+    PROCESS_PAGES,
+    PROCESS_WARC_NOT_MODIFIED,
+    PROCESS_WARC_REVISITS,
+)
 from crawl.status import Status
 from crawl.urls.normalize import (
     DEFAULT_NORMALIZER,
@@ -288,16 +302,16 @@ class PageProcessor:
             # At once: a process killed between the two loses this line (README, Failures).
             self._log.log(result, payload_digest=digest)
             if last_capture is not None:
-                status.count("warc.not_modified")
+                status.count(PROCESS_WARC_NOT_MODIFIED.name)
             elif earlier is not None:
-                status.count("warc.revisits")
+                status.count(PROCESS_WARC_REVISITS.name)
                 copy_of_another = earlier.target_uri != result.url
             elif captures is not None and key.startswith("sha1:") and self._warc.last_capture:
                 captures.put(key, self._warc.last_capture)
             # An exact duplicate is a revisit already; the others meet the near-duplicate stage.
             near_query = self._near_duplicates and fingerprint is not None and earlier is None
             status.count("warc.pairs")
-            status.count("bytes", len(result.body))
+            status.count(PROCESS_BYTES.name, len(result.body))
         else:
             if result.body:
                 digest = sha1_digest(result.body)
@@ -305,11 +319,12 @@ class PageProcessor:
         if robots:
             status.count(f"robots.{result.status.value}")
             return self._route(found, None, "", 0.0)
-        status.count(f"pages.{result.status.value}")
+        status.count(PROCESS_PAGES.member(result.status.value))
         if result.status is not Status.ROBOTS_DENIED:
-            status.count(f"found_by.{way_found(result.hops)}")
+            status.count(PROCESS_FOUND_BY.member(way_found(result.hops)))
         # A continuous crawl's two rates: first fetches (discovery) and refetches (refresh).
-        status.count("fetches.refresh" if is_refetch(result.recrawl) else "fetches.discovery")
+        status.count(PROCESS_FETCHES_REFRESH.name if is_refetch(result.recrawl)
+                     else PROCESS_FETCHES_DISCOVERY.name)
         # A page that is a byte-for-byte copy of another URL's says so in its outcome: the crawl
         # DB's shape budgets count it as no good page (crawl/crawldb/budgets.py).
         done: DoneEvent = (
@@ -345,7 +360,7 @@ class PageProcessor:
             fingerprint.features, capture.record_id, capture.warc_date, self._sent,
             self._sent_cash,
         ).encode())
-        status.count("neardup.queries")
+        status.count(PROCESS_NEARDUP_QUERIES.name)
         return lines
 
     def _route(self, found: list[FoundUrl], done: DoneEvent | None, own_url: str,
@@ -354,7 +369,7 @@ class PageProcessor:
         vnode, each URL with its share of the page's ``cash``, with ``done`` (the page's own
         outcome) in the line of its own vnode; and the cash held for URLs found lately."""
         status = self._status
-        status.count("links.found", len(found))
+        status.count(PROCESS_LINKS_FOUND.name, len(found))
         share = link_cash(cash, len(found))
         # A URL a sitemap gives a lastmod for goes to the crawl DB even when found lately: the
         # date may announce new content of a known URL.
@@ -367,14 +382,14 @@ class PageProcessor:
             else:
                 recent.hold(item, share)
         if len(fresh) < len(found):
-            status.count("links.recent", len(found) - len(fresh))
+            status.count(PROCESS_LINKS_RECENT.name, len(found) - len(fresh))
         found, amounts = fresh, [share] * len(fresh)
         if self._policy is not None and found:
             found, amounts = self._admitted(found, amounts)
         self._sent, self._sent_cash = found, amounts
         held = recent.release(self._clock())
         if held:
-            status.count("links.held_cash", len(held))
+            status.count(PROCESS_LINKS_HELD_CASH.name, len(held))
             extra = [item for item, _ in held]
             extra_cash = [float(f"{amount:.{CASH_DIGITS}g}") for _, amount in held]
             if self._policy is not None:
@@ -426,7 +441,7 @@ class PageProcessor:
                 admitted.append(item)
                 kept.append(amount)
             else:
-                self._status.count(f"links.rejected.{reason}")
+                self._status.count(PROCESS_LINKS_REJECTED.member(reason))
                 if policy.logs(reason):
                     self._log.log_refusal(*item, reason)
         return admitted, kept
@@ -438,13 +453,13 @@ class PageProcessor:
             return []
         urls, dropped = sitemaps_in_robots(result.body, result.url, config.max_per_robots)
         if dropped:
-            self._status.count("links.rejected.sitemap:over-limit", dropped)
+            self._status.count(PROCESS_LINKS_REJECTED.member("sitemap:over-limit"), dropped)
         found = []
         for url in urls:
             try:
                 found.append((self._normalizer.normalize(url), SITEMAP, result.url))
             except UrlError as error:
-                self._status.count(f"links.rejected.{error.reason}")
+                self._status.count(PROCESS_LINKS_REJECTED.member(error.reason))
         self._status.count("sitemaps.named", len(found))
         return found
 
@@ -460,12 +475,13 @@ class PageProcessor:
         if document.error:
             status.count(f"sitemaps.error.{document.error}")
         for reason, count in document.rejected.items():
-            status.count(f"links.rejected.{reason}", count)
+            status.count(PROCESS_LINKS_REJECTED.member(reason), count)
         found: list[FoundUrl] = []
         level = sitemap_level(result.hops)
         if document.sitemaps:
             if level >= config.max_nesting:
-                status.count("links.rejected.sitemap:too-deep", len(document.sitemaps))
+                status.count(PROCESS_LINKS_REJECTED.member("sitemap:too-deep"),
+                             len(document.sitemaps))
             else:
                 found += self._resolved(result.url, document.sitemaps, result.hops + SITEMAP, None)
         if document.urls:
@@ -487,10 +503,10 @@ class PageProcessor:
             try:
                 url = self._normalizer.resolve(base, entry.url)
             except UrlError as error:
-                self._status.count(f"links.rejected.{error.reason}")
+                self._status.count(PROCESS_LINKS_REJECTED.member(error.reason))
                 continue
             if hosts is not None and host_of(url) not in hosts:
-                self._status.count("links.rejected.sitemap:cross-host")
+                self._status.count(PROCESS_LINKS_REJECTED.member("sitemap:cross-host"))
                 continue
             found.append((url, hops, base))
         return found
@@ -507,10 +523,10 @@ class PageProcessor:
             try:
                 target = self._normalizer.resolve(result.url, location)
             except UrlError as error:
-                self._status.count(f"links.rejected.{error.reason}")
+                self._status.count(PROCESS_LINKS_REJECTED.member(error.reason))
                 return [], None
             if target == result.url:
-                self._status.count("links.rejected.redirect:self")
+                self._status.count(PROCESS_LINKS_REJECTED.member("redirect:self"))
                 return [], None
             return [(target, result.hops + REDIRECT, result.url)], None
         if result.status is not Status.FETCHED or result.reason == NOT_MODIFIED:
@@ -520,7 +536,7 @@ class PageProcessor:
         status = self._status
         parsed = self._links.extract(result)
         for reason, count in parsed.rejected.items():
-            status.count(f"links.rejected.{reason}", count)
+            status.count(PROCESS_LINKS_REJECTED.member(reason), count)
         if parsed.noindex:
             status.count("directives.noindex")
         if parsed.nofollow:

@@ -8,6 +8,10 @@ nothing in flight and no counter moving for ``idle_seconds``) and to print the s
 Counters must only move with crawl work (a gauge for anything periodic), or the crawl never
 looks quiet. The
 files work the same on one machine and on a cluster with a shared filesystem.
+
+A status file is a stage's figures, not a URL's outcome status (:mod:`crawl.status`); the
+stages' names and the figures read outside the stage that counts them are in
+:mod:`crawl.stages`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from crawl.memory import MemoryTrace
+from crawl.stages import (
+    CRAWLDB_BUFFERED,
+    CRAWLDB_PENDING,
+    FETCH_IN_FLIGHT,
+    FETCH_QUEUED,
+    FETCH_TIMERS,
+    PROCESS_PAGES,
+)
+from crawl.status import Status
 
 __all__ = [
     "CounterCarry",
@@ -36,7 +49,8 @@ __all__ = [
 
 
 class StageStatus:
-    """Counters and gauges of one subtask, written to a JSON file every ``interval`` seconds.
+    """Counters and gauges of one subtask (its figures, named as :mod:`crawl.stages` says),
+    written to its status file every ``interval`` seconds.
 
     The owning operator updates :attr:`counters` and :attr:`gauges` (plain dicts) from its own
     thread; the writer thread only copies them, which is atomic under the GIL.
@@ -283,7 +297,8 @@ class CrawlFigures:
     def pages(self) -> int:
         """Page fetch outcomes processed (robots.txt requests and robots denials excluded)."""
         return sum(
-            v for k, v in self.with_prefix("process.pages.").items() if k != "ROBOTS_DENIED"
+            v for k, v in self.with_prefix(PROCESS_PAGES.member_prefix).items()
+            if k != Status.ROBOTS_DENIED
         )
 
     @property
@@ -297,7 +312,7 @@ class CrawlFigures:
 
 
 #: Counters that move while a crawl makes no progress.
-_NOT_PROGRESS = frozenset({"fetch.timers"})
+_NOT_PROGRESS = frozenset({FETCH_TIMERS.key})
 
 
 class QuietTracker:
@@ -316,7 +331,7 @@ class QuietTracker:
         """Seconds the crawl has been quiet as of ``now`` (0 when something moves)."""
         fingerprint = figures.fingerprint
         if (
-            figures.gauge("fetch.in_flight") > 0
+            figures.gauge(FETCH_IN_FLIGHT.key) > 0
             or fingerprint != self._fingerprint
             or not figures.counters
         ):
@@ -335,8 +350,8 @@ def is_idle(figures: CrawlFigures, quiet_seconds: float, idle_seconds: float) ->
     to be released to the frontier), and quiet for ``idle_seconds`` (0 means never idle)."""
     return (
         idle_seconds > 0
-        and figures.gauge("fetch.queued") == 0
-        and figures.gauge("crawldb.buffered") == 0
-        and figures.gauge("crawldb.pending") == 0
+        and figures.gauge(FETCH_QUEUED.key) == 0
+        and figures.gauge(CRAWLDB_BUFFERED.key) == 0
+        and figures.gauge(CRAWLDB_PENDING.key) == 0
         and quiet_seconds >= idle_seconds
     )

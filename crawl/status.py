@@ -3,6 +3,10 @@
 A fetch or a rejection ends in exactly one :class:`Status`, always paired with a short
 machine-readable reason (``"timeout:read"``, ``"robots:disallow"``, ``"http:404"`` ...), so a
 user can count outcomes by reason and find each one in the crawl log.
+
+"Status" here is a URL's outcome. Two other things bear the word: a stage's status file, its
+figures (:class:`crawl.progress.StageStatus`), and the ``python -m job status`` command
+(:mod:`job.status`).
 """
 
 from __future__ import annotations

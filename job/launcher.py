@@ -41,6 +41,21 @@ from crawl.progress import (
     read_statuses,
 )
 from crawl.savepoint_files import KeptFilesError, keep_files
+from crawl.stages import (
+    CRAWLDB_DEFERRED,
+    CRAWLDB_KNOWN,
+    CRAWLDB_PENDING,
+    CRAWLDB_RELEASES,
+    CRAWLDB_RELEASES_FROM_WINDOW,
+    FETCH_HOSTS_ACTIVE,
+    FETCH_IN_FLIGHT,
+    FETCH_QUEUED,
+    NEARDUP_PAGES_NEAR_DUPLICATE,
+    PROCESS_FETCHES_REFRESH,
+    PROCESS_LINKS_REJECTED,
+    PROCESS_WARC_NOT_MODIFIED,
+    PROCESS_WARC_REVISITS,
+)
 from job.failures import FailureWatch, describe_failure
 from job.native_allocator import AllocatorError, preload_allocator
 from job.preparation import (
@@ -251,12 +266,12 @@ def _rest_address(layout: OutputLayout) -> str:
 def _progress_line(elapsed: float, figures: CrawlFigures, rate: float) -> str:
     line = (
         f"[{elapsed:7.1f}s] pages {figures.pages:>7} ({rate:6.1f}/s)  "
-        f"queued {int(figures.gauge('fetch.queued')):>7}  "
-        f"in flight {int(figures.gauge('fetch.in_flight')):>4}  "
-        f"hosts active {int(figures.gauge('fetch.hosts_active')):>5}  "
-        f"known {int(figures.gauge('crawldb.known')):>8}"
+        f"queued {int(figures.gauge(FETCH_QUEUED.key)):>7}  "
+        f"in flight {int(figures.gauge(FETCH_IN_FLIGHT.key)):>4}  "
+        f"hosts active {int(figures.gauge(FETCH_HOSTS_ACTIVE.key)):>5}  "
+        f"known {int(figures.gauge(CRAWLDB_KNOWN.key)):>8}"
     )
-    refetched = figures.counter("process.fetches.refresh")
+    refetched = figures.counter(PROCESS_FETCHES_REFRESH.key)
     if refetched:
         line += f"  refetched {refetched:>7}"
     return line
@@ -440,18 +455,18 @@ def run_local_crawl(
     summary.stop_reason = reason
     summary.savepoint = savepoint
     summary.elapsed_seconds = finished - started
-    summary.urls_known = int(figures.gauge("crawldb.known"))
-    summary.links_rejected.update(figures.with_prefix("process.links.rejected."))
+    summary.urls_known = int(figures.gauge(CRAWLDB_KNOWN.key))
+    summary.links_rejected.update(figures.with_prefix(PROCESS_LINKS_REJECTED.member_prefix))
     summary.urls_deferred.update({
-        key[len("crawldb.deferred."):]: int(value) for key, value in figures.gauges.items()
-        if key.startswith("crawldb.deferred.")})
-    summary.urls_waiting = int(figures.gauge("crawldb.pending"))
-    summary.revisits = figures.counter("process.warc.revisits")
-    summary.refetches = figures.counter("process.fetches.refresh")
-    summary.not_modified = figures.counter("process.warc.not_modified")
-    summary.near_duplicates = figures.counter("neardup.pages.near_duplicate")
-    summary.releases = figures.counter("crawldb.releases")
-    summary.releases_from_window = figures.counter("crawldb.releases.from_window")
+        key.removeprefix(CRAWLDB_DEFERRED.member_prefix): int(value)
+        for key, value in figures.gauges.items() if key.startswith(CRAWLDB_DEFERRED.member_prefix)})
+    summary.urls_waiting = int(figures.gauge(CRAWLDB_PENDING.key))
+    summary.revisits = figures.counter(PROCESS_WARC_REVISITS.key)
+    summary.refetches = figures.counter(PROCESS_FETCHES_REFRESH.key)
+    summary.not_modified = figures.counter(PROCESS_WARC_NOT_MODIFIED.key)
+    summary.near_duplicates = figures.counter(NEARDUP_PAGES_NEAR_DUPLICATE.key)
+    summary.releases = figures.counter(CRAWLDB_RELEASES.key)
+    summary.releases_from_window = figures.counter(CRAWLDB_RELEASES_FROM_WINDOW.key)
     summary.warc_files = sorted(str(p) for p in layout.warc.glob("*.warc.gz"))
     try:
         summary.cdxj_lines = build_index(layout.warc, layout.index)

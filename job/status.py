@@ -1,5 +1,8 @@
 """``python -m job status``: a crawl's job and figures, from Flink's REST API and its files.
 
+This module is the command. A URL's outcome status is :mod:`crawl.status`'s; the stages'
+status files the command reads are written by :class:`crawl.progress.StageStatus`.
+
 Two ways to point at a crawl:
 
 - ``--out DIR``, a crawl run by the launcher: ``DIR/job.json`` names the job and its REST
@@ -28,6 +31,28 @@ from typing import Any, TextIO
 
 from crawl.layout import OutputLayout
 from crawl.progress import CrawlFigures, read_statuses
+from crawl.stages import (
+    CRAWLDB_ARCHIVED,
+    CRAWLDB_BELOW_CUTOFF,
+    CRAWLDB_BUFFERED,
+    CRAWLDB_DEFERRED,
+    CRAWLDB_KNOWN,
+    CRAWLDB_MERGES,
+    CRAWLDB_PENDING,
+    CRAWLDB_RELEASES,
+    CRAWLDB_RELEASES_FROM_WINDOW,
+    FETCH_ERRORS,
+    FETCH_HOSTS_ACTIVE,
+    FETCH_HOSTS_FAILING,
+    FETCH_IN_FLIGHT,
+    FETCH_LATENCY_MS,
+    FETCH_QUEUED,
+    PROCESS_BYTES,
+    PROCESS_FOUND_BY,
+    PROCESS_LINKS_REJECTED,
+    PROCESS_PAGES,
+    Figure,
+)
 from crawl.status import Status
 
 __all__ = [
@@ -38,6 +63,7 @@ __all__ = [
     "figures_from_files",
     "figures_from_metrics",
     "find_job",
+    "metric_key",
     "run_status",
 ]
 
@@ -46,6 +72,13 @@ JOB_FILE = "job.json"
 #: The metric group of the crawler's figures (operators.metrics.GROUP).
 METRIC_GROUP = "crawler"
 _IDS_PER_REQUEST = 40
+
+
+def metric_key(key: str) -> str:
+    """A figure's key (``stage.name``) as the REST API's metrics spell it: ``_`` for ``.`` in
+    the name (:mod:`operators.metrics`)."""
+    stage, _, name = key.partition(".")
+    return f"{stage}.{name.replace('.', '_')}"
 
 
 class StatusError(RuntimeError):
@@ -154,22 +187,23 @@ class CrawlView:
     maxima: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def get(self, key: str) -> float:
-        stage, _, name = key.partition(".")
-        if self.sep != ".":
-            name = name.replace(".", self.sep)
-        return self.values.get(f"{stage}.{name}", 0.0)
+        """The figure of key ``key`` (a :attr:`crawl.stages.Figure.key`: ``stage.name``)."""
+        return self.values.get(self._spelt(key), 0.0)
 
-    def family(self, stage: str, prefix: str) -> dict[str, float]:
-        """``stage.<prefix><sep><member>`` figures, by member."""
-        start = f"{stage}.{prefix}{self.sep}"
+    def family(self, figure: Figure) -> dict[str, float]:
+        """The members of the family ``figure`` (``stage.<name><sep><member>``), by member."""
+        start = self._spelt(figure.key) + self.sep
         return {k[len(start):]: v for k, v in self.values.items() if k.startswith(start)}
+
+    def _spelt(self, key: str) -> str:
+        return key if self.sep == "." else metric_key(key)
 
     @property
     def pages(self) -> int:
         """Pages fetched (what the crawl's summary counts: robots denials and rejections
         fetch nothing)."""
         fetched = (Status.FETCHED, Status.REDIRECT, Status.HTTP_ERROR, Status.FETCH_ERROR)
-        return int(sum(self.get(f"process.pages.{status.value}") for status in fetched))
+        return int(sum(self.get(PROCESS_PAGES.member_key(status.value)) for status in fetched))
 
 
 def figures_from_files(layout: OutputLayout) -> CrawlView | None:
@@ -240,29 +274,31 @@ def render_figures(view: CrawlView, uptime_seconds: float | None) -> list[str]:
     pages = view.pages
     rate = f" ({pages / uptime_seconds:.1f}/s since the job started)" if uptime_seconds else ""
     lines = [
-        f"pages        {pages}{rate}, {_size(view.get('process.bytes'))}",
-        f"queued URLs  {int(view.get('fetch.queued'))} in the fetch queues, "
-        f"{int(view.get('crawldb.pending'))} waiting in the crawl DB "
-        f"({int(view.get('crawldb.below_cutoff'))} below the budget cutoff), "
-        f"{int(view.get('crawldb.buffered'))} in its buffers; "
-        f"{int(view.get('fetch.in_flight'))} fetches in flight",
-        f"hosts        {int(view.get('fetch.hosts_active'))} active, "
-        f"{int(view.get('fetch.hosts_failing'))} failing",
-        f"URLs known   {int(view.get('crawldb.known'))} "
-        f"({int(view.get('crawldb.archived'))} archived), "
-        f"{int(view.get('crawldb.merges'))} crawl DB merges, "
-        f"{int(view.get('crawldb.releases'))} releases "
-        f"({int(view.get('crawldb.releases.from_window'))} from the due window)",
-        f"outcomes     {_top(view.family('process', 'pages'))}",
-        f"found by     {_top(view.family('process', 'found_by'))}",
-        f"errors       {_top(view.family('fetch', 'errors'))} (fetch attempts, robots.txt too)",
-        f"rejected     links: {_top(view.family('process', 'links' + view.sep + 'rejected'), 5)}"
-        f"; deferred URLs: {_top(view.family('crawldb', 'deferred'), 5)}",
+        f"pages        {pages}{rate}, {_size(view.get(PROCESS_BYTES.key))}",
+        f"queued URLs  {int(view.get(FETCH_QUEUED.key))} in the fetch queues, "
+        f"{int(view.get(CRAWLDB_PENDING.key))} waiting in the crawl DB "
+        f"({int(view.get(CRAWLDB_BELOW_CUTOFF.key))} below the budget cutoff), "
+        f"{int(view.get(CRAWLDB_BUFFERED.key))} in its buffers; "
+        f"{int(view.get(FETCH_IN_FLIGHT.key))} fetches in flight",
+        f"hosts        {int(view.get(FETCH_HOSTS_ACTIVE.key))} active, "
+        f"{int(view.get(FETCH_HOSTS_FAILING.key))} failing",
+        f"URLs known   {int(view.get(CRAWLDB_KNOWN.key))} "
+        f"({int(view.get(CRAWLDB_ARCHIVED.key))} archived), "
+        f"{int(view.get(CRAWLDB_MERGES.key))} crawl DB merges, "
+        f"{int(view.get(CRAWLDB_RELEASES.key))} releases "
+        f"({int(view.get(CRAWLDB_RELEASES_FROM_WINDOW.key))} from the due window)",
+        f"outcomes     {_top(view.family(PROCESS_PAGES))}",
+        f"found by     {_top(view.family(PROCESS_FOUND_BY))}",
+        f"errors       {_top(view.family(FETCH_ERRORS))} (fetch attempts, robots.txt too)",
+        f"rejected     links: {_top(view.family(PROCESS_LINKS_REJECTED), 5)}"
+        f"; deferred URLs: {_top(view.family(CRAWLDB_DEFERRED), 5)}",
     ]
-    if view.maxima.get("fetch.latency_ms_max"):
+    # The latency histogram is a Flink metric only: its statistics are in the REST view.
+    latency = FETCH_LATENCY_MS.key
+    if view.maxima.get(f"{latency}_max"):
         lines.append(
-            f"fetch time   median {view.maxima.get('fetch.latency_ms_median', 0):.0f} ms, "
-            f"p95 {view.maxima.get('fetch.latency_ms_p95', 0):.0f} ms "
+            f"fetch time   median {view.maxima.get(f'{latency}_median', 0):.0f} ms, "
+            f"p95 {view.maxima.get(f'{latency}_p95', 0):.0f} ms "
             "(the slowest subtask's, over its last fetches)"
         )
     lines.append(f"(figures from {view.source})")

@@ -28,19 +28,42 @@ from typing import TextIO
 from crawl.layout import OutputLayout
 from crawl.progress import CrawlFigures, QuietTracker, is_idle
 from crawl.savepoint_files import KeptFilesError, keep_files
-from job.status import CrawlView, RestClient, StatusError, figures_from_metrics, find_job
+from crawl.stages import (
+    CRAWLDB_BUFFERED,
+    CRAWLDB_MERGES,
+    CRAWLDB_PENDING,
+    CRAWLDB_RELEASES,
+    CRAWLDB_URLS,
+    DECODE_LINES,
+    FETCH_IN_FLIGHT,
+    FETCH_QUEUED,
+    FETCH_RESULTS,
+    NEARDUP_PAGES_IN,
+    PROCESS_PAGES,
+)
+from job.status import (
+    CrawlView,
+    RestClient,
+    StatusError,
+    figures_from_metrics,
+    find_job,
+    metric_key,
+)
 
 __all__ = ["StopError", "await_savepoint", "figures_of_view", "stop_job", "wait_until_idle"]
 
 #: The figures whose movement is progress (as metric names: stage.figure). A crawl whose
 #: figures of these kinds stand still, with nothing queued or in flight, is idle.
 _PROGRESS_PREFIXES = (
-    "fetch.results_", "process.pages_", "crawldb.urls_", "crawldb.merges", "crawldb.releases",
-    "decode.lines", "neardup.pages_in",
+    *(metric_key(family.key) + "_" for family in (FETCH_RESULTS, PROCESS_PAGES, CRAWLDB_URLS)),
+    *(metric_key(figure.key) for figure in (CRAWLDB_MERGES, CRAWLDB_RELEASES, DECODE_LINES,
+                                            NEARDUP_PAGES_IN)),
 )
-#: Gauges the idle rule reads (metric names), and their names in the status files.
-_IDLE_GAUGES = {"fetch.in_flight": "fetch.in_flight", "fetch.queued": "fetch.queued",
-                "crawldb.buffered": "crawldb.buffered", "crawldb.pending": "crawldb.pending"}
+#: Gauges the idle rule reads (metric names), and their keys among the crawl's figures.
+_IDLE_GAUGES = {metric_key(figure.key): figure.key
+                for figure in (FETCH_IN_FLIGHT, FETCH_QUEUED, CRAWLDB_BUFFERED, CRAWLDB_PENDING)}
+#: What the metrics of pages by outcome start with.
+_PAGES = metric_key(PROCESS_PAGES.key) + "_"
 
 
 class StopError(RuntimeError):
@@ -81,7 +104,7 @@ def wait_until_idle(
             print(f"idle for {quiet_for:.0f} s: nothing queued, in flight or moving",
                   file=out, flush=True)
             return
-        pages = sum(v for k, v in figures.counters.items() if k.startswith("process.pages_"))
+        pages = sum(v for k, v in figures.counters.items() if k.startswith(_PAGES))
         busy = ", ".join(f"{name} {figures.gauge(name):.0f}" for name in _IDLE_GAUGES.values()
                          if figures.gauge(name)) or ("quiet" if quiet_for else "moving")
         line = f"crawling: {pages} pages; {busy}"

@@ -10,7 +10,8 @@
            [-> one instance: near-duplicates (verdicts, the pages' outcomes)]
         -> loop sink (files back into the loop dir)
 
-Every stage has a name and a stable uid (savepoints map state to operators by uid). URLs are
+Every stage has a name and a stable uid (savepoints map state to operators by uid), both
+spelt once, in :mod:`crawl.stages`. URLs are
 normalised where they are born (seed injection, link extraction), so the loop only carries
 canonical URLs grouped by vnode.
 """
@@ -31,6 +32,15 @@ from crawl.config import Config
 from crawl.crawldb.partition import partition_of
 from crawl.layout import OutputLayout
 from crawl.processing import payload_key
+from crawl.stages import (
+    CRAWL_DB,
+    FETCH,
+    LOOP_LISTER,
+    LOOP_READER,
+    LOOP_SINK,
+    NEAR_DUPLICATES,
+    PROCESS,
+)
 from operators.crawl_db import CrawlDbFunction
 from operators.fetch import FetchFunction
 from operators.loop_reader import LoopListerFunction, LoopReaderFunction
@@ -62,8 +72,8 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     ticks = tables.to_data_stream(tables.from_path("loop_ticks"))
     names = (
         ticks.flat_map(LoopListerFunction(loop_dir), output_type=Types.STRING())
-        .name("loop-lister")
-        .uid("loop-lister")
+        .name(LOOP_LISTER.uid)
+        .uid(LOOP_LISTER.uid)
         .set_parallelism(1)
     )
     records = (
@@ -72,8 +82,8 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
             LoopReaderFunction(output, config.crawl.vnodes),
             output_type=Types.TUPLE([Types.INT(), Types.STRING()]),
         )
-        .name("loop-reader")
-        .uid("loop-reader")
+        .name(LOOP_READER.uid)
+        .uid(LOOP_READER.uid)
     )
 
     partitions = config.crawldb.partitions
@@ -83,15 +93,15 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
             CrawlDbFunction(output, config),
             output_type=Types.TUPLE([Types.STRING(), Types.STRING()]),
         )
-        .name("crawl-db")
-        .uid("crawl-db")
+        .name(CRAWL_DB.uid)
+        .uid(CRAWL_DB.uid)
     )
 
     results = (
         fetch_requests.key_by(lambda request: request[0], key_type=Types.STRING())
         .process(FetchFunction(config, output), output_type=Types.PICKLED_BYTE_ARRAY())
-        .name("fetch")
-        .uid("fetch")
+        .name(FETCH.uid)
+        .uid(FETCH.uid)
     )
 
     min_bytes = config.warc.revisit_min_bytes if config.warc.revisits else 2**62
@@ -99,8 +109,8 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     processed = (
         results.key_by(lambda result: payload_key(result, min_bytes), key_type=Types.STRING())
         .process(ProcessFunction(config, output, near_queries), output_type=Types.STRING())
-        .name("process")
-        .uid("process")
+        .name(PROCESS.uid)
+        .uid(PROCESS.uid)
     )
     # One instance sees every page: near-duplicates share no key. The stage is there even
     # with neardup.enabled off (it then gets nothing), so that a savepoint taken either way
@@ -109,8 +119,8 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
         processed.get_side_output(near_queries)
         .key_by(lambda _: 0, key_type=Types.INT())
         .process(NearDuplicateFunction(config, output), output_type=Types.STRING())
-        .name("near-duplicates")
-        .uid("near-duplicates")
+        .name(NEAR_DUPLICATES.uid)
+        .uid(NEAR_DUPLICATES.uid)
         .set_parallelism(1)
     )
     loop_lines = processed.union(verdicts)
@@ -122,4 +132,4 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
         .with_output_file_config(OutputFileConfig.builder().with_part_prefix("loop").build())
         .build()
     )
-    loop_lines.sink_to(loop_sink).name("loop-sink").uid("loop-sink")
+    loop_lines.sink_to(loop_sink).name(LOOP_SINK.uid).uid(LOOP_SINK.uid)

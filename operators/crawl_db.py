@@ -43,12 +43,31 @@ from crawl.layout import OutputLayout
 from crawl.loop.records import LoopRecordError, parse_record
 from crawl.progress import StageStatus, read_statuses
 from crawl.savepoint_files import deletions_paused
+from crawl.stages import (
+    CRAWL_DB,
+    CRAWLDB_ARCHIVED,
+    CRAWLDB_BELOW_CUTOFF,
+    CRAWLDB_BUFFERED,
+    CRAWLDB_DEFERRED,
+    CRAWLDB_KNOWN,
+    CRAWLDB_PENDING,
+    CRAWLDB_URLS_RELEASED,
+    CRAWLDB_URLS_RELEASED_REVISITS,
+)
 from crawl.urls.routing import AddressResolver, FetchRouter
 from operators.context import OpenedStage
 from operators.faults import FaultInjector
 from operators.metrics import mirror_status
 
 __all__ = ["CrawlDbFunction"]
+
+#: The budgets that defer URLs (the crawl DB's ``deferred.<reason>`` gauges).
+_DEFERRED_REASONS = ("budget:domain", "budget:shape", "budget:importance")
+#: The gauges that read the partitions as they are now.
+_GAUGES_NOW = (
+    CRAWLDB_KNOWN.name, CRAWLDB_BUFFERED.name, CRAWLDB_PENDING.name, CRAWLDB_ARCHIVED.name,
+    CRAWLDB_BELOW_CUTOFF.name, *(CRAWLDB_DEFERRED.member(reason) for reason in _DEFERRED_REASONS),
+)
 
 
 class CrawlDbFunction(KeyedProcessFunction):
@@ -67,7 +86,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._dns_timeout = config.fetch.connect_timeout_seconds
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        self._stage = OpenedStage("crawldb", runtime_context, self._release)
+        self._stage = OpenedStage(CRAWL_DB.figures, runtime_context, self._release)
         subtask = self._stage.subtask
         self._manifest_state = runtime_context.get_state(
             ValueStateDescriptor("drum_manifest", Types.PICKLED_BYTE_ARRAY())
@@ -96,7 +115,9 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._partitions: dict[int, CrawlDbPartition] = {}
         # The earliest timer this attempt registered for each partition, until it fires.
         self._timers: dict[int, int] = {}
-        self._status = StageStatus(layout.status, "crawldb", subtask.index, subtask.attempt)
+        self._status = StageStatus(
+            layout.status, CRAWL_DB.figures, subtask.index, subtask.attempt
+        )
         self._cutoff = None
         self._waiting_directory = layout.status / "ranks"
         if self._max_pages and self._priority.enabled and self._priority.budget_cutoff:
@@ -107,27 +128,27 @@ class CrawlDbFunction(KeyedProcessFunction):
                 budget.claimed,
                 lambda: frontier_size(read_statuses(status_directory)),
             )
-        self._status.gauge_functions["known"] = lambda: sum(
+        self._status.gauge_functions[CRAWLDB_KNOWN.name] = lambda: sum(
             p.known for p in list(self._partitions.values())
         )
-        self._status.gauge_functions["buffered"] = lambda: sum(
+        self._status.gauge_functions[CRAWLDB_BUFFERED.name] = lambda: sum(
             p.buffered for p in list(self._partitions.values())
         )
-        self._status.gauge_functions["pending"] = lambda: sum(
+        self._status.gauge_functions[CRAWLDB_PENDING.name] = lambda: sum(
             p.pending for p in list(self._partitions.values())
         )
-        self._status.gauge_functions["below_cutoff"] = lambda: sum(
+        self._status.gauge_functions[CRAWLDB_BELOW_CUTOFF.name] = lambda: sum(
             p.below_cutoff for p in list(self._partitions.values())
         )
-        for reason in ("budget:domain", "budget:shape", "budget:importance"):
-            self._status.gauge_functions[f"deferred.{reason}"] = (
+        for reason in _DEFERRED_REASONS:
+            self._status.gauge_functions[CRAWLDB_DEFERRED.member(reason)] = (
                 lambda reason=reason: sum(p.deferred.get(reason, 0)
                                           for p in list(self._partitions.values())))
-        self._status.gauge_functions["archived"] = lambda: sum(
+        self._status.gauge_functions[CRAWLDB_ARCHIVED.name] = lambda: sum(
             p.drum.counters.archived for p in list(self._partitions.values())
         )
-        mirror_status(self._status, runtime_context, "crawldb")
-        self._faults = FaultInjector("crawl-db", self._output_dir)
+        mirror_status(self._status, runtime_context, CRAWL_DB.figures)
+        self._faults = FaultInjector(CRAWL_DB.uid, self._output_dir)
 
     def close(self) -> None:
         self._stage.close()
@@ -180,9 +201,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         if due is None:
             # Nothing to merge or release: idle now. The metrics show the final figures (the
             # next count, which would push them, may not come), queues as they are now.
-            self._status.flush(current=("known", "buffered", "pending", "archived", "below_cutoff",
-                                        "deferred.budget:domain", "deferred.budget:shape",
-                                        "deferred.budget:importance"))
+            self._status.flush(current=_GAUGES_NOW)
             return
         registered = self._timers.get(key)
         if registered is None or registered > due:
@@ -230,8 +249,8 @@ class CrawlDbFunction(KeyedProcessFunction):
         for name, amount in answer.counts.items():
             self._status.count(name, amount)
         if self._cutoff is not None:
-            self._cutoff.released(answer.counts.get("urls.released", 0)
-                                  - answer.counts.get("urls.released.revisits", 0))
+            self._cutoff.released(answer.counts.get(CRAWLDB_URLS_RELEASED.name, 0)
+                                  - answer.counts.get(CRAWLDB_URLS_RELEASED_REVISITS.name, 0))
         requests = answer.requests
         if requests and self._router.mode != "host":
             keys = self._router.keys(

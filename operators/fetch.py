@@ -61,6 +61,18 @@ from crawl.http.io_loop import IoLoop
 from crawl.layout import OutputLayout
 from crawl.model import FetchResult
 from crawl.progress import RunningMean, StageStatus
+from crawl.stages import (
+    FETCH,
+    FETCH_ERRORS,
+    FETCH_HELD_DOMAIN_QUOTA,
+    FETCH_HOSTS_ACTIVE,
+    FETCH_HOSTS_FAILING,
+    FETCH_IN_FLIGHT,
+    FETCH_QUEUED,
+    FETCH_RESULTS,
+    FETCH_SUSPENSIONS,
+    FETCH_TIMERS,
+)
 from crawl.status import Status
 from crawl.urls.routing import group_of_key, host_of_key
 from operators.context import OpenedStage
@@ -118,7 +130,7 @@ class FetchFunction(KeyedProcessFunction):
         self._output_dir = output_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        self._stage = OpenedStage("fetch", runtime_context, self._release)
+        self._stage = OpenedStage(FETCH.figures, runtime_context, self._release)
         subtask = self._stage.subtask
         self._queue = runtime_context.get_map_state(
             MapStateDescriptor("queue", Types.LONG(), Types.STRING())
@@ -129,7 +141,7 @@ class FetchFunction(KeyedProcessFunction):
         config = self._config
         layout = OutputLayout(self._output_dir)
         self._status = StageStatus(
-            layout.status, "fetch", subtask.index, subtask.attempt
+            layout.status, FETCH.figures, subtask.index, subtask.attempt
         )
         self._scheduler = HostScheduler(
             config.politeness,
@@ -153,11 +165,11 @@ class FetchFunction(KeyedProcessFunction):
         # How late timers fire: an overloaded task (or interpreter) shows here first.
         self._lateness_ms = RunningMean()
         self._status.gauge_functions["timer_lateness_ms"] = self._lateness_ms.take
-        self._status.gauge_functions["hosts_active"] = lambda: len(
+        self._status.gauge_functions[FETCH_HOSTS_ACTIVE.name] = lambda: len(
             self._queued.keys() | self._flights.hosts()
         )
-        self._status.gauge_functions["hosts_failing"] = lambda: len(self._failing)
-        mirror_status(self._status, runtime_context, "fetch")
+        self._status.gauge_functions[FETCH_HOSTS_FAILING.name] = lambda: len(self._failing)
+        mirror_status(self._status, runtime_context, FETCH.figures)
         self._latency = fetch_latency_histogram(runtime_context)
 
     def close(self) -> None:
@@ -227,7 +239,7 @@ class FetchFunction(KeyedProcessFunction):
         flights = self._flights
         now = ctx.timer_service().current_processing_time()
         self._lateness_ms.add(now - timestamp)
-        self._status.count("timers")
+        self._status.count(FETCH_TIMERS.name)
         kind = flights.timer_kind(host, timestamp)
         if kind is TimerKind.POLL_RUNNING:
             # A poll of the fetch in flight: decided from memory, no state touched.
@@ -244,7 +256,7 @@ class FetchFunction(KeyedProcessFunction):
         hold = flights.hold(group, host, now)
         wake = self._scheduler.wake(host, state, flights.get(host), now, hold.until_ms)
         if hold.by_quota(wake, now):
-            self._status.count("held.domain_quota")
+            self._status.count(FETCH_HELD_DOMAIN_QUOTA.name)
         flights.collect(group, host, state.next_allowed_ms)
         if wake.start is not None:
             order = wake.start
@@ -262,16 +274,16 @@ class FetchFunction(KeyedProcessFunction):
             wake_ms = wake.wake_at_ms
             ctx.timer_service().register_processing_time_timer(wake_ms)
         self._save(host, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
-        self._status.gauges["in_flight"] = len(flights)
+        self._status.gauges[FETCH_IN_FLIGHT.name] = len(flights)
         for result in wake.results:
-            self._status.count(f"results.{result.status.value}")
+            self._status.count(FETCH_RESULTS.member(result.status.value))
             if result.status in _ERRORS:
-                self._status.count(f"errors.{result.reason}")
+                self._status.count(FETCH_ERRORS.member(result.reason))
             if result.status is not Status.ROBOTS_DENIED:  # denials make no request
                 self._latency.update(result.duration_ms)
         for event in wake.events:
             self._status.count(event)
-            if event == "suspensions":
+            if event == FETCH_SUSPENSIONS.name:
                 log.info(
                     "host %s suspended until %d after %d failures in a row",
                     host, state.next_allowed_ms, state.failures,
@@ -360,4 +372,4 @@ class FetchFunction(KeyedProcessFunction):
             self._queued[host] = queued
         else:
             self._queued.pop(host, None)
-        self._status.gauges["queued"] = self._queued_total
+        self._status.gauges[FETCH_QUEUED.name] = self._queued_total

@@ -36,6 +36,7 @@ from crawl.loop.reader import (
 from crawl.loop.records import LoopRecordError, decode_line
 from crawl.progress import StageStatus
 from crawl.savepoint_files import deletions_paused
+from crawl.stages import DECODE_LINES, LOOP_READER
 from operators.context import OpenedStage, job_id_of
 from operators.metrics import mirror_status
 
@@ -79,7 +80,7 @@ class LoopReaderFunction(KeyedProcessFunction):
         self._chunk_bytes = chunk_bytes
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        self._stage = OpenedStage("decode", runtime_context, self._release)
+        self._stage = OpenedStage(LOOP_READER.figures, runtime_context, self._release)
         subtask = self._stage.subtask
         layout = OutputLayout(self._output_dir)
         self._loop_dir = layout.loop
@@ -96,8 +97,10 @@ class LoopReaderFunction(KeyedProcessFunction):
             log.warning("job id unknown: consumed loop files will not be deleted")
         self._waiting: set[str] = set()
         self._deleted = 0
-        self._status = StageStatus(layout.status, "decode", subtask.index, subtask.attempt)
-        mirror_status(self._status, runtime_context, "decode")
+        self._status = StageStatus(
+            layout.status, LOOP_READER.figures, subtask.index, subtask.attempt
+        )
+        mirror_status(self._status, runtime_context, LOOP_READER.figures)
 
     def close(self) -> None:
         self._stage.close()
@@ -182,11 +185,11 @@ class LoopReaderFunction(KeyedProcessFunction):
         try:
             vnode, payload = decode_line(line)
         except LoopRecordError:
-            self._status.count("lines.bad")
+            self._status.count(DECODE_LINES.member("bad"))
             return None
         if vnode >= self._vnodes:
-            self._status.count("lines.bad")
+            self._status.count(DECODE_LINES.member("bad"))
             return None
-        self._status.count("lines.in")
+        self._status.count(DECODE_LINES.member("in"))
         return vnode, payload
 

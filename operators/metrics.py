@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from pyflink.datastream import RuntimeContext
 
 from crawl.progress import StageStatus
+from crawl.stages import FETCH, FETCH_LATENCY_MS
 
 __all__ = [
     "GROUP",
@@ -146,7 +147,7 @@ class _NoHistogram:
 
 
 def fetch_latency_histogram(
-    runtime_context: RuntimeContext, stage: str = "fetch", name: str = "latency_ms"
+    runtime_context: RuntimeContext, stage: str = FETCH.figures, name: str = FETCH_LATENCY_MS.name
 ) -> LatencyHistogram:
     """A Flink histogram ``crawler.<stage>.<name>`` to ``update`` with each fetch's duration.
 

@@ -26,6 +26,12 @@ from crawl.config import Config
 from crawl.content.near_judge import NearJudge, NearQuery
 from crawl.layout import OutputLayout
 from crawl.progress import StageStatus
+from crawl.stages import (
+    NEAR_DUPLICATES,
+    NEARDUP_PAGES,
+    NEARDUP_PAGES_IN,
+    NEARDUP_PAGES_NEAR_DUPLICATE,
+)
 from operators.context import OpenedStage
 from operators.metrics import mirror_status
 
@@ -47,7 +53,7 @@ class NearDuplicateFunction(KeyedProcessFunction):
         self._output_dir = output_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        self._stage = OpenedStage("neardup", runtime_context, self._release)
+        self._stage = OpenedStage(NEAR_DUPLICATES.figures, runtime_context, self._release)
         subtask = self._stage.subtask
         config = self._config
         layout = OutputLayout(self._output_dir)
@@ -56,7 +62,9 @@ class NearDuplicateFunction(KeyedProcessFunction):
         prefix = near_dup_prefix(config)
         for recovered in recover_open_files(warc_dir, prefix, subtask.index):
             log.warning("recovered WARC file left open: %s", recovered)
-        self._status = StageStatus(layout.status, "neardup", subtask.index, subtask.attempt)
+        self._status = StageStatus(
+            layout.status, NEAR_DUPLICATES.figures, subtask.index, subtask.attempt
+        )
         self._warc = WarcFileWriter(
             warc_dir, prefix, subtask.index, config.warc.max_file_bytes,
             {"operator": config.warc.operator,
@@ -67,11 +75,11 @@ class NearDuplicateFunction(KeyedProcessFunction):
         )
         self._judge: NearJudge | None = None
         self._producer_id = f"n{subtask.index}.{uuid.uuid4().hex[:12]}"
-        self._status.gauge_functions["pages"] = lambda: len(self._judge or ())
+        self._status.gauge_functions[NEARDUP_PAGES.name] = lambda: len(self._judge or ())
         self._status.gauge_functions["pages_held_again"] = lambda: (
             self._judge.detector.held_again if self._judge is not None else 0
         )
-        mirror_status(self._status, runtime_context, "neardup")
+        mirror_status(self._status, runtime_context, NEAR_DUPLICATES.figures)
 
     def close(self) -> None:
         self._stage.close()
@@ -100,9 +108,9 @@ class NearDuplicateFunction(KeyedProcessFunction):
             self._pages.update(judge.entries())
         elif verdict.entry is not None:
             self._pages.add(verdict.entry)
-        self._status.count("pages.in")
+        self._status.count(NEARDUP_PAGES_IN.name)
         if verdict.note is not None:
             self._warc.write_note(query.url, query.warc_date, query.record_id, verdict.note)
-            self._status.count("pages.near_duplicate")
+            self._status.count(NEARDUP_PAGES_NEAR_DUPLICATE.name)
         self._status.busy_seconds += time.thread_time() - began
         yield from verdict.lines

@@ -30,6 +30,7 @@ from crawl.layout import OutputLayout
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
+from crawl.stages import PROCESS
 from operators.context import OpenedStage
 from operators.faults import FaultInjector
 from operators.metrics import mirror_status
@@ -98,7 +99,7 @@ class ProcessFunction(KeyedProcessFunction):
 
     def open(self, runtime_context: RuntimeContext) -> None:
         # First close what a failed attempt of this subtask left open (its WARC file).
-        self._stage = OpenedStage("process", runtime_context, self._release)
+        self._stage = OpenedStage(PROCESS.figures, runtime_context, self._release)
         subtask = self._stage.subtask
         config = self._config
         layout = OutputLayout(self._output_dir)
@@ -108,7 +109,7 @@ class ProcessFunction(KeyedProcessFunction):
             log.warning("recovered WARC file left open: %s", recovered)
         layout.logs.mkdir(parents=True, exist_ok=True)
         self._status = StageStatus(
-            layout.status, "process", subtask.index, subtask.attempt
+            layout.status, PROCESS.figures, subtask.index, subtask.attempt
         )
         self._warc = WarcFileWriter(
             warc_dir,
@@ -132,14 +133,14 @@ class ProcessFunction(KeyedProcessFunction):
             layout.logs / f"crawl-{subtask.index:05d}.log", flush_interval_s=0.0,
             background_flush=False,
         )
-        self._faults = FaultInjector("process", layout.root)
+        self._faults = FaultInjector(PROCESS.uid, layout.root)
         self._processor = PageProcessor.from_config(
             config, self._warc, self._log, self._status,
             producer_id=f"{subtask.index}.{uuid.uuid4().hex[:12]}",
             captures=self._captures,
             near_duplicates=self._near_queries is not None,
         )
-        mirror_status(self._status, runtime_context, "process")
+        mirror_status(self._status, runtime_context, PROCESS.figures)
 
     def close(self) -> None:
         self._stage.close()

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from crawl.progress import read_json_objects
+from crawl.stages import FETCH, FETCH_IN_FLIGHT, FETCH_QUEUED
 
 __all__ = [
     "BUCKETS_PER_DECADE",
@@ -78,10 +79,10 @@ def frontier_size(statuses: Iterable[Mapping]) -> tuple[int, float]:
     status files: :mod:`crawl.progress`) and the time of the oldest of those figures."""
     held, oldest = 0, math.inf
     for status in statuses:
-        if status.get("stage") != "fetch":
+        if status.get("stage") != FETCH.figures:
             continue
         gauges = status.get("gauges", {})
-        held += int(gauges.get("queued", 0)) + int(gauges.get("in_flight", 0))
+        held += int(gauges.get(FETCH_QUEUED.name, 0)) + int(gauges.get(FETCH_IN_FLIGHT.name, 0))
         oldest = min(oldest, float(status.get("time", 0.0)))
     return held, oldest if oldest < math.inf else 0.0
 

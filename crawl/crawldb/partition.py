@@ -51,6 +51,17 @@ from crawl.loop.records import (
     Rescore,
     parse_record,
 )
+from crawl.stages import (
+    CRAWLDB_MERGES,
+    CRAWLDB_RELEASES,
+    CRAWLDB_RELEASES_FROM_WINDOW,
+    CRAWLDB_URLS_DUPLICATE,
+    CRAWLDB_URLS_FOUND,
+    CRAWLDB_URLS_NEAR_DUPLICATE,
+    CRAWLDB_URLS_NEW,
+    CRAWLDB_URLS_RELEASED,
+    CRAWLDB_URLS_RELEASED_REVISITS,
+)
 from crawl.urls.normalize import host_of
 from crawl.urls.priority import CASH_DIGITS, CashPolicy, rank
 from drum import (
@@ -602,7 +613,7 @@ class CrawlDbPartition:
         values = discoveries(n, now_ms=at, depth=depth, host=hosts, score=score,
                              interval_s=interval, announced_s=announced_s, shape=shapes)
         payloads = [encode_payload(url, hops, via) for url, hops, via in found]
-        answer.count("urls.found", n - rescored)
+        answer.count(CRAWLDB_URLS_FOUND.name, n - rescored)
         return self._drum.check_update(url_keys(urls), values, payloads, now_ms=now_ms)
 
     def _outcomes(
@@ -669,7 +680,7 @@ class CrawlDbPartition:
         values = neutral(n)
         values["flags"] = FLAG_NEAR_DUPLICATE
         values["host"] = np.fromiter((host_key(host_of(url)) for url in urls), np.uint32, n)
-        answer.count("urls.near_duplicate", n)
+        answer.count(CRAWLDB_URLS_NEAR_DUPLICATE.name, n)
         payloads = [encode_payload(url, "", "") for url in urls]
         return self._drum.update(url_keys(urls), values, payloads, now_ms=now_ms)
 
@@ -698,9 +709,9 @@ class CrawlDbPartition:
                 self._below_cutoff_best = due.held_best_rank if below_cutoff else -math.inf
                 self._release_again = due.full and self._pending > 0
                 self._next_due_ms = result.due.next_due_ms
-                answer.count("releases")
-                answer.count("releases.from_window", int(result.due.from_window))
-                answer.count("urls.released.revisits", result.due.revisits)
+                answer.count(CRAWLDB_RELEASES.name)
+                answer.count(CRAWLDB_RELEASES_FROM_WINDOW.name, int(result.due.from_window))
+                answer.count(CRAWLDB_URLS_RELEASED_REVISITS.name, result.due.revisits)
                 values = result.due.values
                 if self._budgets is not None:
                     new = values["status"] == DrumStatus.UNFETCHED
@@ -720,20 +731,20 @@ class CrawlDbPartition:
                 released += zip(result.due.payloads, ranks, states, strict=True)
             # New URLs of a merge that released were counted by its selection.
             counted = result.due is not None
-            answer.count("merges")
+            answer.count(CRAWLDB_MERGES.name)
             answer.count("merges.major", int(result.major))
             answer.count("merges.selections", int(result.due is not None and not result.major))
             answer.count("urls.archived", result.archived)
             answer.count("archives.compacted", int(result.compacted))
             answer.count("updates.on_archived", result.dropped_updates)
-            answer.count("urls.duplicate", result.duplicates)
+            answer.count(CRAWLDB_URLS_DUPLICATE.name, result.duplicates)
             new = result.new
             for kind, payload in zip(new.kinds.tolist(), new.payloads, strict=True):
                 if kind != CHECK_UPDATE:
                     answer.count("done.unknown_url")  # an outcome for a URL never found
                     continue
                 url, hops, via = decode_payload(payload)
-                answer.count("urls.new")
+                answer.count(CRAWLDB_URLS_NEW.name)
                 if self._releasing:
                     self._pending += not counted  # (until the next release counts again)
                 else:
@@ -744,7 +755,7 @@ class CrawlDbPartition:
                 # A revisit's recrawl state goes with it.
                 batches.setdefault(host_of(url), []).append(
                     QueueEntry(url, hops, via, 0, url_rank, state))
-            answer.count("urls.released", sum(len(items) for items in batches.values()))
+            answer.count(CRAWLDB_URLS_RELEASED.name, sum(len(items) for items in batches.values()))
         answer.requests = [
             (host, encode_batch(entries, ranked=self._releasing))
             for host, entries in batches.items()

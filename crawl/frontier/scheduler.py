@@ -64,6 +64,14 @@ from crawl.frontier.robots import (
 )
 from crawl.hops import PREREQUISITE
 from crawl.model import FetchResult
+from crawl.stages import (
+    FETCH_BACKOFFS,
+    FETCH_RETRIES,
+    FETCH_RETRIES_EXHAUSTED,
+    FETCH_ROBOTS_RETRIES,
+    FETCH_ROBOTS_UNPARSEABLE,
+    FETCH_SUSPENSIONS,
+)
 from crawl.status import Status
 
 __all__ = [
@@ -197,8 +205,8 @@ class Wake:
     start: FetchOrder | None = None
     wake_at_ms: int | None = None
     budget_exhausted: bool = False
-    #: Counter names of what happened to the host (``backoffs``, ``suspensions``, ``retries``,
-    #: ``retries.exhausted``), for the stage's figures.
+    #: Counter names of what happened to the host (:mod:`crawl.stages`: ``FETCH_BACKOFFS``,
+    #: ``FETCH_SUSPENSIONS``, ``FETCH_RETRIES`` ...), for the stage's figures.
     events: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -380,7 +388,7 @@ class HostScheduler:
         if not self.policy(host, robots).unparseable:
             return False
         state.robots = unparseable(robots, now_ms, self._robots)
-        wake.events.append("robots.unparseable")
+        wake.events.append(FETCH_ROBOTS_UNPARSEABLE.name)
         return True
 
     @staticmethod
@@ -450,11 +458,11 @@ class HostScheduler:
             attempts = entry.attempts + 1
             if may_retry(attempts, self._politeness):
                 state.queue.push_front(entry._replace(attempts=attempts).encode())
-                wake.events.append("retries")
+                wake.events.append(FETCH_RETRIES.name)
                 self._release(state)
                 return
             if attempts > 1:
-                wake.events.append("retries.exhausted")
+                wake.events.append(FETCH_RETRIES_EXHAUSTED.name)
         wake.results.append(result)
         self._release(state)
 
@@ -466,11 +474,11 @@ class HostScheduler:
         if verdict.not_before_ms > state.next_allowed_ms:
             state.next_allowed_ms = verdict.not_before_ms
         if robots and self._robots_retry_due(state):
-            wake.events.append("robots.retries")
+            wake.events.append(FETCH_ROBOTS_RETRIES.name)
         if verdict.suspended:
-            wake.events.append("suspensions")
+            wake.events.append(FETCH_SUSPENSIONS.name)
         elif verdict.not_before_ms:
-            wake.events.append("backoffs")
+            wake.events.append(FETCH_BACKOFFS.name)
 
     @staticmethod
     def _lease(state: HostState, kind: str, payload: str, now_ms: int) -> None:

@@ -19,6 +19,25 @@ import plotly.offline
 from plotly.subplots import make_subplots
 
 from crawl.report.build import ReportData
+from crawl.stages import (
+    CRAWLDB_DEFERRED,
+    CRAWLDB_KNOWN,
+    CRAWLDB_PENDING,
+    CRAWLDB_URLS_DUPLICATE,
+    CRAWLDB_URLS_FOUND,
+    CRAWLDB_URLS_NEW,
+    CRAWLDB_URLS_RELEASED,
+    CRAWLDB_URLS_RELEASED_REVISITS,
+    FETCH_BACKOFFS,
+    FETCH_RETRIES,
+    FETCH_ROBOTS_RETRIES,
+    FETCH_SUSPENSIONS,
+    NEARDUP_PAGES_NEAR_DUPLICATE,
+    PROCESS_LINKS_FOUND,
+    PROCESS_LINKS_RECENT,
+    PROCESS_LINKS_REJECTED,
+    PROCESS_WARC_REVISITS,
+)
 
 __all__ = ["render_page"]
 
@@ -141,8 +160,8 @@ def _overview(page: _Page, data: ReportData) -> None:
     errors = sum(n for status, n in log.by_status.items()
                  if status in ("HTTP_ERROR", "FETCH_ERROR"))
     deferred = sum(int(v) for v in summary.get("urls_deferred", {}).values()) if summary else int(
-        sum(v for k, v in data.gauges.items() if k.startswith("crawldb.deferred.")))
-    known = int(summary.get("urls_known") or data.gauges.get("crawldb.known", 0))
+        sum(v for k, v in data.gauges.items() if k.startswith(CRAWLDB_DEFERRED.member_prefix)))
+    known = int(summary.get("urls_known") or data.gauges.get(CRAWLDB_KNOWN.key, 0))
     page.tiles([
         ("pages fetched", f"{log.pages:,}"),
         ("pages/s over the crawl", f"{log.pages / window:,.1f}" if window > 0 else "–"),
@@ -153,8 +172,8 @@ def _overview(page: _Page, data: ReportData) -> None:
         ("errors (HTTP and fetch)", f"{errors:,}"),
         ("URLs known", f"{known:,}"),
         ("URLs deferred by budgets", f"{deferred:,}"),
-        ("revisit records", f"{int(data.counters.get('process.warc.revisits', 0)):,}"),
-        ("near-duplicates", f"{int(data.counters.get('neardup.pages.near_duplicate', 0)):,}"),
+        ("revisit records", f"{int(data.counters.get(PROCESS_WARC_REVISITS.key, 0)):,}"),
+        ("near-duplicates", f"{int(data.counters.get(NEARDUP_PAGES_NEAR_DUPLICATE.key, 0)):,}"),
         ("refetches (304)", f"{int(sum(log.timeline.get('refetches', []))):,} "
                             f"({log.novelty.get('304 not modified', 0):,})"),
     ])
@@ -323,29 +342,29 @@ def _budget(page: _Page, data: ReportData) -> None:
         "held back (deferred, by budget) or still wait their turn when the figures were "
         "written.")
     rejected = summary.get("links_rejected") or {
-        key.removeprefix("process.links.rejected."): value for key, value in counters.items()
-        if key.startswith("process.links.rejected.")}
+        key.removeprefix(PROCESS_LINKS_REJECTED.member_prefix): value
+        for key, value in counters.items() if key.startswith(PROCESS_LINKS_REJECTED.member_prefix)}
     deferred = summary.get("urls_deferred") or {
-        key.removeprefix("crawldb.deferred."): value for key, value in gauges.items()
-        if key.startswith("crawldb.deferred.")}
+        key.removeprefix(CRAWLDB_DEFERRED.member_prefix): value for key, value in gauges.items()
+        if key.startswith(CRAWLDB_DEFERRED.member_prefix)}
     rows: list[tuple[str, str, float]] = [
-        ("links", "found in pages", counters.get("process.links.found", 0)),
-        ("links", "dropped: sent lately", counters.get("process.links.recent", 0)),
+        ("links", "found in pages", counters.get(PROCESS_LINKS_FOUND.key, 0)),
+        ("links", "dropped: sent lately", counters.get(PROCESS_LINKS_RECENT.key, 0)),
     ]
     rows += [("links", f"turned away: {reason}", n) for reason, n in
              sorted(rejected.items(), key=lambda kv: -kv[1])]
     rows += [
-        ("crawl DB", "URLs received", counters.get("crawldb.urls.found", 0)),
-        ("crawl DB", "new URLs", counters.get("crawldb.urls.new", 0)),
-        ("crawl DB", "already known", counters.get("crawldb.urls.duplicate", 0)),
-        ("crawl DB", "released for fetching", counters.get("crawldb.urls.released", 0)),
+        ("crawl DB", "URLs received", counters.get(CRAWLDB_URLS_FOUND.key, 0)),
+        ("crawl DB", "new URLs", counters.get(CRAWLDB_URLS_NEW.key, 0)),
+        ("crawl DB", "already known", counters.get(CRAWLDB_URLS_DUPLICATE.key, 0)),
+        ("crawl DB", "released for fetching", counters.get(CRAWLDB_URLS_RELEASED.key, 0)),
         ("crawl DB", "released again (revisits)",
-         counters.get("crawldb.urls.released.revisits", 0)),
+         counters.get(CRAWLDB_URLS_RELEASED_REVISITS.key, 0)),
     ]
     rows += [("held back", f"deferred: {reason}", n) for reason, n in
              sorted(deferred.items(), key=lambda kv: -kv[1])]
     rows.append(("held back", "waiting (priority)",
-                 summary.get("urls_waiting", gauges.get("crawldb.pending", 0))))
+                 summary.get("urls_waiting", gauges.get(CRAWLDB_PENDING.key, 0))))
     rows.append(("fetched", "page fetches", data.log.pages))
     colours = {"links": "#1565c0", "crawl DB": "#00897b", "held back": "#ef6c00",
                "fetched": "#2e7d32"}
@@ -358,11 +377,12 @@ def _budget(page: _Page, data: ReportData) -> None:
     figure.update_layout(height=max(320, 26 * len(rows) + 100), margin={"l": 300},
                          yaxis={"autorange": "reversed"}, xaxis={"title": "URLs"})
     page.chart("budget", figure)
-    if counters.get("fetch.retries") or counters.get("fetch.backoffs"):
-        page.note(f"The fetch stage retried {int(counters.get('fetch.retries', 0)):,} times, "
-                  f"backed off {int(counters.get('fetch.backoffs', 0)):,} times, suspended "
-                  f"{int(counters.get('fetch.suspensions', 0)):,} host(s) and retried "
-                  f"robots.txt {int(counters.get('fetch.robots.retries', 0)):,} times.")
+    retries, backoffs = (int(counters.get(f.key, 0)) for f in (FETCH_RETRIES, FETCH_BACKOFFS))
+    if retries or backoffs:
+        page.note(f"The fetch stage retried {retries:,} times, "
+                  f"backed off {backoffs:,} times, suspended "
+                  f"{int(counters.get(FETCH_SUSPENSIONS.key, 0)):,} host(s) and retried "
+                  f"robots.txt {int(counters.get(FETCH_ROBOTS_RETRIES.key, 0)):,} times.")
 
 
 def _content(page: _Page, data: ReportData) -> None:
@@ -395,7 +415,7 @@ def _novelty(page: _Page, data: ReportData) -> None:
     log = data.log
     if not log.novelty or not log.bin_starts_ms:
         return
-    near = int(data.counters.get("neardup.pages.near_duplicate", 0))
+    near = int(data.counters.get(NEARDUP_PAGES_NEAR_DUPLICATE.key, 0))
     page.section(
         "New content, duplicates and revisits",
         "Answered pages over time by what they brought, from the payload digests in the crawl "
@@ -403,7 +423,7 @@ def _novelty(page: _Page, data: ReportData) -> None:
         "record), a URL fetched before whose payload changed or not, or 304 Not Modified. "
         "Totals: " + ", ".join(f"{name} {n:,}" for name, n in log.novelty.items())
         + f"; near-duplicates found by the near-duplicate stage: {near:,}; revisit records "
-        f"written: {int(data.counters.get('process.warc.revisits', 0)):,}.")
+        f"written: {int(data.counters.get(PROCESS_WARC_REVISITS.key, 0)):,}.")
     x = [_when(ms) for ms in log.bin_starts_ms]
     timeline = log.timeline
     new = timeline["new_payloads"]

@@ -10,6 +10,19 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from crawl.stages import (
+    CRAWLDB_KNOWN,
+    CRAWLDB_MERGES,
+    CRAWLDB_PENDING,
+    CRAWLDB_URLS_NEW,
+    FETCH_IN_FLIGHT,
+    FETCH_LATENCY_MS,
+    FETCH_QUEUED,
+    FETCH_RESULTS,
+    PROCESS_BYTES,
+    PROCESS_PAGES,
+)
+from crawl.status import Status
 from job.status import (
     CrawlView,
     RestClient,
@@ -73,20 +86,22 @@ class MetricsWatch:
         tail = tail_of(summary["pages"])
         assert summary["pages"] - tail <= last.pages <= summary["pages"]
         for status, pages in summary["pages_by_status"].items():
-            assert pages - tail <= last.get(f"process.pages.{status}") <= pages, status
-        assert last.get("fetch.results.FETCHED") >= summary["pages_by_status"]["FETCHED"]
-        assert last.get("fetch.queued") == 0
-        assert last.get("fetch.in_flight") == 0
-        assert last.get("process.bytes") > 0
-        assert last.get("crawldb.urls.new") >= summary["pages"]
-        assert last.get("crawldb.merges") > 0
-        assert last.get("crawldb.known") >= last.get("crawldb.urls.new")
-        assert last.get("crawldb.pending") <= tail
+            assert pages - tail <= last.get(PROCESS_PAGES.member_key(status)) <= pages, status
+        fetched = Status.FETCHED.value
+        assert last.get(FETCH_RESULTS.member_key(fetched)) >= summary["pages_by_status"][fetched]
+        assert last.get(FETCH_QUEUED.key) == 0
+        assert last.get(FETCH_IN_FLIGHT.key) == 0
+        assert last.get(PROCESS_BYTES.key) > 0
+        assert last.get(CRAWLDB_URLS_NEW.key) >= summary["pages"]
+        assert last.get(CRAWLDB_MERGES.key) > 0
+        assert last.get(CRAWLDB_KNOWN.key) >= last.get(CRAWLDB_URLS_NEW.key)
+        assert last.get(CRAWLDB_PENDING.key) <= tail
         # The latency histogram (the REST API gives its statistics, not its count). Fetches on
         # loopback take whole milliseconds, often 0: the median may be 0, the slowest is not.
-        assert 0 <= last.maxima["fetch.latency_ms_median"] <= last.maxima["fetch.latency_ms_max"]
-        assert last.maxima["fetch.latency_ms_max"] > 0
-        assert last.maxima["fetch.latency_ms_max"] < 60_000
+        latency = FETCH_LATENCY_MS.key
+        assert 0 <= last.maxima[f"{latency}_median"] <= last.maxima[f"{latency}_max"]
+        assert last.maxima[f"{latency}_max"] > 0
+        assert last.maxima[f"{latency}_max"] < 60_000
 
         status_text = self.status_text
         assert f"job          {self.job_id}  pyflink-crawler  RUNNING" in status_text, status_text

@@ -20,6 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawl.archive.crawl_log import parse_line
 from crawl.progress import CrawlFigures, read_statuses
 from crawl.report import gather_report
+from crawl.stages import CRAWL_DB, FETCH_HELD_DOMAIN_QUOTA, PROCESS
 from crawl.urls.routing import key_group_of
 from job.native_allocator import find_jemalloc
 from operators.faults import ENVIRONMENT_VARIABLE
@@ -289,10 +290,10 @@ def test_crawl_recovers_from_failures_with_a_tiny_drum_without_losing_a_url(
     assert process.returncode == 0, process.stderr[-3000:]
     assert summary["stop_reason"] == "idle"
     out = crawl.out
-    for stage in ("crawl-db", "process"):
+    for stage in (CRAWL_DB.uid, PROCESS.uid):
         assert (out / "faults" / f"fired-{stage}").exists(), f"no failure injected in {stage}"
     flink_log = "".join(p.read_text() for p in (out / "logs" / "flink").glob("*.log"))
-    for stage in ("crawl-db", "process"):
+    for stage in (CRAWL_DB.uid, PROCESS.uid):
         assert f"failure injected by {ENVIRONMENT_VARIABLE} (fired-{stage})" in flink_log
     assert "switched from state RESTARTING to RUNNING" in flink_log
 
@@ -431,7 +432,7 @@ def test_grouped_hosts_take_turns_across_fetch_subtasks(
     # ...and it was the quota that paced the crawl: the fetch stage's own count of the times
     # the quota, and not the delay (or anything else), held a host back.
     figures = CrawlFigures.from_statuses(read_statuses(crawl.out / "status"))
-    assert figures.counter("fetch.held.domain_quota") > 0
+    assert figures.counter(FETCH_HELD_DOMAIN_QUOTA.key) > 0
 
 
 def _replay_windows(flink_log: str) -> list[tuple[float, float]]:

@@ -25,6 +25,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.archive.crawl_log import parse_line
+from crawl.stages import PROCESS, PROCESS_LINKS_REJECTED
 from synthweb import SyntheticWebServer, WebConfig, audit_hostile, audit_log
 from synthweb.hostile import BROKEN_HOST, ROBOTS_STALL_HOST, TRICKLE_HOST
 from synthweb.sitemaps import SITEMAP_HOSTS
@@ -131,10 +132,10 @@ def test_the_crawl_survives_the_hostile_web_stays_polite_and_follows_sitemaps(
     assert private_dns["reason"] == "robots:unavailable:dns:unresolved"
     assert by_url[f"http://{ROBOTS_STALL_HOST}/"]["reason"] == "robots:unavailable:timeout:total"
     assert reasons["robots:disallow"] >= 3  # /secret/1 (moved), /private/1 (big), a sitemap
-    process_status = json.loads((out / "status" / "process-00000.json").read_text())
+    process_status = json.loads((out / "status" / f"{PROCESS.figures}-00000.json").read_text())
     counters = process_status["counters"]
-    assert counters["links.rejected.sitemap:cross-host"] == 2
-    assert counters["links.rejected.sitemap:too-deep"] == 1
+    assert counters[PROCESS_LINKS_REJECTED.member("sitemap:cross-host")] == 2
+    assert counters[PROCESS_LINKS_REJECTED.member("sitemap:too-deep")] == 1
 
     assert usage.samples > 10
     assert usage.peak_rss_bytes < PEAK_RSS_BOUND, f"peak RSS {usage.peak_rss_bytes / 2**20:.0f} MiB"

@@ -23,6 +23,7 @@ from crawl.config import NearDupSection
 from crawl.content.neardup import content_features
 from crawl.content.text import main_text
 from crawl.progress import CrawlFigures, read_statuses
+from crawl.stages import CRAWLDB_URLS_NEAR_DUPLICATE, NEARDUP_PAGES_NEAR_DUPLICATE
 from synthweb import SyntheticWeb, SyntheticWebServer, WebConfig, audit_log
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import SHORT_BACKOFF, near_duplicate_notes, run_crawl
@@ -139,6 +140,6 @@ def test_near_duplicates_are_found_marked_and_archived_with_their_original(
     assert judged_by == {0, 1}
     # The crawl DB marked each of them; the summary counts them.
     figures = CrawlFigures.from_statuses(read_statuses(out / "status"))
-    assert figures.counter("crawldb.urls.near_duplicate") == len(notes)
-    assert figures.counter("neardup.pages.near_duplicate") == len(notes)
+    assert figures.counter(CRAWLDB_URLS_NEAR_DUPLICATE.key) == len(notes)
+    assert figures.counter(NEARDUP_PAGES_NEAR_DUPLICATE.key) == len(notes)
     assert summary["near_duplicates"] == len(notes)

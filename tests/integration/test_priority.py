@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from crawl.stages import CRAWL_DB, CRAWLDB_RELEASES, CRAWLDB_URLS_RELEASED
 from synthweb import SyntheticWebServer, WebConfig, audit_log
 from tests.integration.crawl_runner import run_crawl
 
@@ -79,6 +80,7 @@ def test_with_half_the_web_as_budget_the_better_linked_pages_are_fetched_first(
     last = statistics.mean(in_links[url] for url in fetched[-quarter:])
     assert first >= 3 * last, (first, last)
 
-    crawldb = json.loads((tmp_path / "out" / "status" / "crawldb-00000.json").read_text())
-    assert crawldb["counters"]["releases"] > 0
-    assert crawldb["counters"]["urls.released"] >= budget
+    crawldb = json.loads(
+        (tmp_path / "out" / "status" / f"{CRAWL_DB.figures}-00000.json").read_text())
+    assert crawldb["counters"][CRAWLDB_RELEASES.name] > 0
+    assert crawldb["counters"][CRAWLDB_URLS_RELEASED.name] >= budget

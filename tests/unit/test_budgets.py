@@ -15,6 +15,7 @@ from crawl.crawldb.budgets import UNLIMITED, Budgets, CachedStore, MemoryStore, 
 from crawl.crawldb.partition import CrawlDbPartition
 from crawl.fetch_requests import decode_entries
 from crawl.progress import CrawlFigures, is_idle
+from crawl.stages import CRAWLDB_PENDING, FETCH_TIMERS
 from crawl.urls.priority import CashLevel
 from crawl.urls.shapes import url_shape
 from drum import host_key
@@ -180,7 +181,7 @@ def test_the_crawl_db_defers_what_is_over_budget_and_releases_it_when_the_budget
     assert sent == ["http://farm.test/p/0", "http://farm.test/p/1"]  # best first
     assert db.deferred == {"budget:domain": 4, "budget:shape": 0, "budget:importance": 0}
     assert db.pending == 0  # deferred URLs keep no one busy...
-    figures = CrawlFigures(counters={"fetch.timers": 1}, gauges={"crawldb.pending": db.pending})
+    figures = CrawlFigures(counters={FETCH_TIMERS.key: 1}, gauges={CRAWLDB_PENDING.key: db.pending})
     assert is_idle(figures, quiet_seconds=100, idle_seconds=10)  # ...so a crawl can end
     # Another domain links to it: two more go, best first; nothing was dropped.
     db.apply([("http://farm.test/p/5", "L", "http://news.example/")], [], T0 + 2, cash=[0.0])

@@ -21,6 +21,7 @@ from crawl.crawldb.partition import (
 )
 from crawl.fetch_requests import decode_batch, decode_entries
 from crawl.loop.records import encode_line
+from crawl.stages import CRAWLDB_MERGES, CRAWLDB_URLS_DUPLICATE, CRAWLDB_URLS_NEW
 from drum import DrumStatus, record_dict, url_key
 
 T0 = 1_700_000_000_000
@@ -130,13 +131,13 @@ def test_new_urls_go_to_the_frontier_once_grouped_by_host(directory: str) -> Non
         "a.example": (False, ['["http://a.example/1","L","http://a.example/"]']),
         "b.example": (False, ['["http://b.example/1","L","http://a.example/"]']),
     }
-    assert flushed.counts["urls.new"] == 2
-    assert flushed.counts["urls.duplicate"] == 1
+    assert flushed.counts[CRAWLDB_URLS_NEW.name] == 2
+    assert flushed.counts[CRAWLDB_URLS_DUPLICATE.name] == 1
     # Seen again in a later batch: a duplicate, not a request.
     db.apply(found("http://b.example/1", "http://c.example/1"), [], T0 + 600)
     later = db.flush(T0 + 1100)
     assert requested([later]) == ["http://c.example/1"]
-    assert later.counts["urls.duplicate"] == 1
+    assert later.counts[CRAWLDB_URLS_DUPLICATE.name] == 1
     assert db.known == 3
     assert db.flush(T0 + 2000).counts == {}  # nothing buffered: no merge
 
@@ -145,7 +146,7 @@ def test_a_full_buffer_merges_inside_apply(directory: str) -> None:
     db = CrawlDbPartition(directory, replace(SECTION, buffer_ops=4))
     assert db.apply(found("http://a.example/x"), [], T0).requests == []
     answer = db.apply(found(*(f"http://a.example/{i}" for i in range(10))), [], T0)
-    assert answer.counts["merges"] == 3  # the DRUM's own buffer holds 4 operations too
+    assert answer.counts[CRAWLDB_MERGES.name] == 3  # the DRUM's own buffer holds 4 operations too
     assert len(requested([answer])) == 11
     assert db.buffered == 0
     assert db.flush(T0 + 1).requests == []
@@ -203,7 +204,7 @@ def test_done_urls_are_archived_by_major_merges_and_stay_seen(directory: str) ->
     db.apply(found(*(f"http://a.example/{r}/{i}" for r in range(8) for i in range(5))), [], T0)
     again = db.flush(T0 + 10_000)
     assert again.requests == []
-    assert again.counts["urls.duplicate"] == 40
+    assert again.counts[CRAWLDB_URLS_DUPLICATE.name] == 40
 
 
 def test_restore_from_keyed_state_loses_nothing_buffered(directory: str) -> None:

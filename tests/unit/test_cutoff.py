@@ -22,6 +22,7 @@ from crawl.crawldb.cutoff import (
 from crawl.crawldb.partition import CrawlDbPartition
 from crawl.fetch_requests import decode_entries
 from crawl.progress import CrawlFigures, StageStatus, is_idle, read_statuses
+from crawl.stages import CRAWL_DB, CRAWLDB_PENDING, FETCH, FETCH_IN_FLIGHT, FETCH_QUEUED
 
 T0 = 1_700_000_000_000
 
@@ -96,9 +97,10 @@ def test_the_budget_left_counts_what_the_frontier_holds_and_what_went_since(
 
 def test_the_frontier_is_what_every_fetch_subtask_holds() -> None:
     statuses = [
-        {"stage": "fetch", "time": 20.0, "gauges": {"queued": 5, "in_flight": 2}},
-        {"stage": "fetch", "time": 18.0, "gauges": {"queued": 1}},
-        {"stage": "crawldb", "time": 10.0, "gauges": {"queued": 100}},
+        {"stage": FETCH.figures, "time": 20.0,
+         "gauges": {FETCH_QUEUED.name: 5, FETCH_IN_FLIGHT.name: 2}},
+        {"stage": FETCH.figures, "time": 18.0, "gauges": {FETCH_QUEUED.name: 1}},
+        {"stage": CRAWL_DB.figures, "time": 10.0, "gauges": {FETCH_QUEUED.name: 100}},
     ]
     assert frontier_size(statuses) == (8, 18.0)
     assert frontier_size([]) == (0, 0.0)
@@ -148,7 +150,7 @@ def test_a_partition_holds_urls_below_the_cutoff_as_pending_and_releases_them_wh
     assert db.below_cutoff == 2
     assert db.pending == 2
     assert db.deferred["budget:importance"] == 0
-    figures = CrawlFigures(counters={}, gauges={"crawldb.pending": db.pending})
+    figures = CrawlFigures(counters={}, gauges={CRAWLDB_PENDING.key: db.pending})
     assert not is_idle(figures, quiet_seconds=100, idle_seconds=10)
     # The partition told what waits: one URL in the bucket of 3e-3, one in 3e-5's.
     assert {int(b): int(n) for b, n in enumerate(published[-1]) if n} == {

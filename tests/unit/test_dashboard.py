@@ -3,9 +3,11 @@ every panel with a query on the Prometheus datasource the user picks, and every 
 it queries the Prometheus name of a figure its stage counts.
 
 The figures are read from the code: the names (or f-string patterns) the stages pass to
-``count``, the keys of their gauges and the latency histogram of the fetch stage. A figure
-renamed in the code, or a typo in a query, fails here; the end-to-end test
-(``test_near_duplicates``) checks the same queries against a running crawl's scrape.
+``count``, the keys of their gauges and the latency histogram of the fetch stage; a name given
+as a :class:`crawl.stages.Figure` (``FETCH_QUEUED.name``, ``FETCH_RESULTS.member(...)``) is
+looked up in that module. A figure renamed in the code, or a typo in a query, fails here; the
+end-to-end test (``test_near_duplicates``) checks the same queries against a running crawl's
+scrape.
 """
 
 from __future__ import annotations
@@ -15,10 +17,21 @@ import inspect
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from crawl import stages
+from crawl.stages import (
+    CRAWL_DB,
+    FETCH,
+    LOOP_READER,
+    NEAR_DUPLICATES,
+    PROCESS,
+    Figure,
+    Stage,
+)
 from operators.metrics import GROUP, fetch_latency_histogram, metric_name
 from tests.grafana_dashboard import (
     CRAWLER_PREFIX,
@@ -38,11 +51,11 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Where each stage's figures are counted: its operator, and the plain code the operator hands
 #: its StageStatus (or whose counts it copies into it).
 STAGE_SOURCES = {
-    "decode": ["operators/loop_reader.py"],
-    "crawldb": ["operators/crawl_db.py", "crawl/crawldb/partition.py"],
-    "fetch": ["operators/fetch.py"],
-    "process": ["operators/process.py", "crawl/processing.py"],
-    "neardup": ["operators/near_dup.py"],
+    LOOP_READER.figures: ["operators/loop_reader.py"],
+    CRAWL_DB.figures: ["operators/crawl_db.py", "crawl/crawldb/partition.py"],
+    FETCH.figures: ["operators/fetch.py", "crawl/frontier/scheduler.py"],
+    PROCESS.figures: ["operators/process.py", "crawl/processing.py"],
+    NEAR_DUPLICATES.figures: ["operators/near_dup.py"],
 }
 #: Figures every stage's StageStatus keeps itself.
 EVERY_STAGE_SOURCE = "crawl/progress.py"
@@ -53,11 +66,34 @@ SUMMARY_SUFFIXES = ("", "_count")
 PLACEHOLDER = "x"
 
 
-def _figure_patterns(node: ast.expr) -> list[str]:
-    """Regular expressions of the metric names a figure-name expression can give: a string,
-    an f-string (its formatted parts any metric characters) or a choice between them."""
+def _stage_constant(node: ast.expr, kind: type) -> Any:
+    """The :mod:`crawl.stages` constant of type ``kind`` that ``node`` names, else None."""
+    if isinstance(node, ast.Name):
+        value = getattr(stages, node.id, None)
+        return value if isinstance(value, kind) else None
+    return None
+
+
+def _figure_patterns(node: ast.expr, stage: str) -> list[str]:
+    """Regular expressions of the metric names a figure-name expression of the stage
+    ``stage`` can give: a string, an f-string (its formatted parts any metric characters), a
+    :class:`~crawl.stages.Figure`'s name or a member of its family (which must be ``stage``'s),
+    or a choice between them."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [re.escape(metric_name(node.value))]
+    if isinstance(node, ast.Attribute) and node.attr == "name":
+        figure = _stage_constant(node.value, Figure)
+        if figure is not None:
+            assert figure.stage.figures == stage, (ast.unparse(node), stage)
+            return [re.escape(metric_name(figure.name))]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "member" and len(node.args) == 1):
+        figure = _stage_constant(node.func.value, Figure)
+        if figure is not None:
+            assert figure.stage.figures == stage, (ast.unparse(node), stage)
+            head = re.escape(metric_name(figure.member("")))
+            return [head + part for part in _figure_patterns(node.args[0], stage)
+                    or ["[A-Za-z0-9_]+"]]
     if isinstance(node, ast.JoinedStr):
         parts = []
         for value in node.values:
@@ -67,8 +103,8 @@ def _figure_patterns(node: ast.expr) -> list[str]:
                 parts.append("[A-Za-z0-9_]+")
         return ["".join(parts)]
     if isinstance(node, ast.IfExp):
-        return _figure_patterns(node.body) + _figure_patterns(node.orelse)
-    return []  # a name only known at run time (e.g. the fetch stage's events)
+        return _figure_patterns(node.body, stage) + _figure_patterns(node.orelse, stage)
+    return []  # a name only known at run time (the fetch stage's events: found where made)
 
 
 def _receiver(node: ast.expr) -> str:
@@ -77,21 +113,25 @@ def _receiver(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def figures_in(path: Path) -> set[str]:
-    """Regular expressions of the metric names of the figures the code in ``path`` counts
-    (``<status>.count(name)``, ``answer.count(name)``), sets as gauges (``gauges[name]``,
-    ``gauge_functions[name]``) or registers as the fetch latency histogram."""
+def figures_in(path: Path, stage: str) -> set[str]:
+    """Regular expressions of the metric names of the figures the code in ``path`` counts for
+    the stage ``stage`` (``<status>.count(name)``, ``answer.count(name)``, the fetch stage's
+    ``events.append(name)``), sets as gauges (``gauges[name]``, ``gauge_functions[name]``) or
+    registers as the fetch latency histogram."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "count" and node.args):
             receiver = _receiver(node.func.value)
             if receiver.endswith("status") or receiver == "answer":
-                found.update(_figure_patterns(node.args[0]))
+                found.update(_figure_patterns(node.args[0], stage))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "append" and _receiver(node.func.value) == "events"):
+            found.update(_figure_patterns(node.args[0], stage))
         elif isinstance(node, ast.Subscript) and _receiver(node.value) in {
             "gauges", "gauge_functions"
         } and isinstance(node.ctx, ast.Store):
-            found.update(_figure_patterns(node.slice))
+            found.update(_figure_patterns(node.slice, stage))
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
               and node.func.id == fetch_latency_histogram.__name__):
             name = inspect.signature(fetch_latency_histogram).parameters["name"].default
@@ -101,22 +141,25 @@ def figures_in(path: Path) -> set[str]:
 
 def mirrored_stages() -> dict[str, str]:
     """Operator module -> the stage of its ``mirror_status(..., stage)`` call."""
-    stages = {}
+    mirrored = {}
     for path in sorted((ROOT / "operators").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                     and node.func.id == "mirror_status"):
-                stage = node.args[2]
-                assert isinstance(stage, ast.Constant), f"{path}: stage not a literal"
-                stages[str(path.relative_to(ROOT))] = stage.value
-    return stages
+                argument = node.args[2]
+                assert isinstance(argument, ast.Attribute), f"{path}: not a stage's figures name"
+                assert argument.attr == "figures", f"{path}: not a stage's figures name"
+                stage = _stage_constant(argument.value, Stage)
+                assert stage is not None, f"{path}: {ast.unparse(argument)} is no stage"
+                mirrored[str(path.relative_to(ROOT))] = stage.figures
+    return mirrored
 
 
 @pytest.fixture(scope="module")
 def stage_figures() -> dict[str, set[str]]:
     """Stage -> regular expressions of its figures' metric names."""
-    shared = figures_in(ROOT / EVERY_STAGE_SOURCE)
-    return {stage: shared.union(*(figures_in(ROOT / source) for source in sources))
+    return {stage: figures_in(ROOT / EVERY_STAGE_SOURCE, stage).union(
+                *(figures_in(ROOT / source, stage) for source in sources))
             for stage, sources in STAGE_SOURCES.items()}
 
 

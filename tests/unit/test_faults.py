@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from crawl.stages import CRAWL_DB, PROCESS
 from operators.faults import ENVIRONMENT_VARIABLE, FaultInjector, InjectedFault
 
 
@@ -13,13 +14,13 @@ def test_fails_once_at_the_configured_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENVIRONMENT_VARIABLE, "process:3")
-    injector = FaultInjector("process", tmp_path)
+    injector = FaultInjector(PROCESS.uid, tmp_path)
     injector.tick()
     injector.tick()
     with pytest.raises(InjectedFault, match="fired-process"):
         injector.tick()
     injector.tick()
-    after_restart = FaultInjector("process", tmp_path)
+    after_restart = FaultInjector(PROCESS.uid, tmp_path)
     for _ in range(10):
         after_restart.tick()
 
@@ -29,7 +30,7 @@ def test_inert_unless_asked_for_this_stage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str
 ) -> None:
     monkeypatch.setenv(ENVIRONMENT_VARIABLE, setting)
-    injector = FaultInjector("process", tmp_path)
+    injector = FaultInjector(PROCESS.uid, tmp_path)
     for _ in range(10):
         injector.tick()
     assert not (tmp_path / "faults").exists()
@@ -39,14 +40,14 @@ def test_several_stages_fail_one_after_another_in_the_order_listed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENVIRONMENT_VARIABLE, "crawl-db:2, process:3")
-    crawl_db = FaultInjector("crawl-db", tmp_path)
-    process = FaultInjector("process", tmp_path)
+    crawl_db = FaultInjector(CRAWL_DB.uid, tmp_path)
+    process = FaultInjector(PROCESS.uid, tmp_path)
     crawl_db.tick()
     with pytest.raises(InjectedFault, match="fired-crawl-db"):
         crawl_db.tick()
     for _ in range(10):  # started before the crawl DB failed: waits for the restart
         process.tick()
-    process = FaultInjector("process", tmp_path)
+    process = FaultInjector(PROCESS.uid, tmp_path)
     process.tick()
     process.tick()
     with pytest.raises(InjectedFault, match="fired-process"):

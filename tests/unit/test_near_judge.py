@@ -23,6 +23,7 @@ from crawl.loop.records import LoopRecordError, decode_line, encode_line, parse_
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
+from crawl.stages import CRAWLDB_URLS_FOUND, CRAWLDB_URLS_NEAR_DUPLICATE
 from crawl.status import Status
 from tests.unit.test_crawldb import record_of
 
@@ -154,9 +155,9 @@ def test_the_crawl_db_marks_a_near_duplicate_and_lowers_what_its_links_are_worth
     answer = db.apply([], done, T0 + 10, rescore=[(link, "LL", "http://b.other/z", -0.75, 1.0)],
                       near=[(copy, "http://c.other/original", 1)])
     answer = db.flush(T0 + 2000)
-    assert answer.counts["urls.near_duplicate"] == 1
+    assert answer.counts[CRAWLDB_URLS_NEAR_DUPLICATE.name] == 1
     assert answer.counts["urls.rescored"] == 1
-    assert "urls.found" not in answer.counts
+    assert CRAWLDB_URLS_FOUND.name not in answer.counts
     assert record_of(db, link)["score"] == pytest.approx(0.25)
     # The mark and the outcome were merged together: once a major merge archives the record
     # (done for good), it keeps the flag.

@@ -17,6 +17,12 @@ from crawl.fetch_requests import decode_entries
 from crawl.frontier.host_queue import DictStore, HostQueue, QueueEntry
 from crawl.processing import RecentUrls
 from crawl.progress import CrawlFigures, is_idle
+from crawl.stages import (
+    CRAWLDB_PENDING,
+    CRAWLDB_RELEASES_FROM_WINDOW,
+    CRAWLDB_URLS_RELEASED,
+    FETCH_TIMERS,
+)
 from crawl.urls.priority import CashPolicy, link_cash, rank
 from drum import (
     ArchivePolicy,
@@ -185,7 +191,7 @@ def test_the_crawl_db_releases_the_urls_with_most_cash_first(directory: str) -> 
                                                            "http://a.example/2"]
     ranks = [item[4] for item in batches["a.example"]]
     assert ranks == pytest.approx([0.91, 0.51])  # the rank handed out is the cash
-    assert answer.counts["urls.released"] == 2
+    assert answer.counts[CRAWLDB_URLS_RELEASED.name] == 2
     assert db.pending == 2
     assert record_of(db, "http://a.example/3")["status"] == DrumStatus.QUEUED
     # Nothing more until an outcome frees the window (and not before release_seconds).
@@ -302,9 +308,9 @@ def test_the_recent_url_cache_holds_the_cash_of_repeats_and_sends_it_later() -> 
 
 
 def test_urls_waiting_in_the_crawl_db_keep_the_crawl_from_being_idle() -> None:
-    figures = CrawlFigures(counters={"fetch.timers": 1}, gauges={"crawldb.pending": 3.0})
+    figures = CrawlFigures(counters={FETCH_TIMERS.key: 1}, gauges={CRAWLDB_PENDING.key: 3.0})
     assert not is_idle(figures, quiet_seconds=100, idle_seconds=10)
-    figures.gauges["crawldb.pending"] = 0.0
+    figures.gauges[CRAWLDB_PENDING.key] = 0.0
     assert is_idle(figures, quiet_seconds=100, idle_seconds=10)
 
 
@@ -327,10 +333,10 @@ def test_releases_spaced_out_by_slow_passes_take_more_urls_each(directory: str) 
         host_window=100, release_batch=2, release_seconds=1.0, release_max_share=0.01,
         release_window=0), timer=lambda: next(readings))
     db.apply([(f"http://h{i}.example/", "L", "http://b.other/") for i in range(30)], [], T0)
-    assert db.flush(T0).counts["urls.released"] == 2
+    assert db.flush(T0).counts[CRAWLDB_URLS_RELEASED.name] == 2
     due = db.next_release_ms(T0 + 1)
     assert due == T0 + 5000
-    assert db.flush(due).counts["urls.released"] == 10
+    assert db.flush(due).counts[CRAWLDB_URLS_RELEASED.name] == 10
 
 
 def test_releases_from_the_due_window_are_not_spaced_out(directory: str) -> None:
@@ -340,11 +346,11 @@ def test_releases_from_the_due_window_are_not_spaced_out(directory: str) -> None
     db.apply([(f"http://a.example/{i}", "L", "http://b.other/") for i in range(3)], [], T0)
     first = db.flush(T0)  # a pass over the DRUM, which builds the window
     assert first.counts["window.builds"] == 1
-    assert "releases.from_window" not in first.counts
+    assert CRAWLDB_RELEASES_FROM_WINDOW.name not in first.counts
     db.apply([("http://c.example/", "L", "http://b.other/")], [], T0 + 10)
     later = db.next_release_ms(T0 + 10)
     second = db.flush(later)
-    assert second.counts["releases.from_window"] == 1
+    assert second.counts[CRAWLDB_RELEASES_FROM_WINDOW.name] == 1
     assert second.counts["window.selections"] == 1
     db.apply([("http://d.example/", "L", "http://b.other/")], [], later + 10)
     assert db.next_release_ms(later + 10) == later + 1000  # release_seconds, not stretched

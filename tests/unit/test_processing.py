@@ -16,6 +16,7 @@ from crawl.loop.records import decode_line, parse_payload, parse_record
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor, RecentUrls, payload_key
 from crawl.progress import StageStatus
+from crawl.stages import PROCESS_LINKS_HELD_CASH, PROCESS_LINKS_RECENT, PROCESS_WARC_REVISITS
 from crawl.status import Status
 from crawl.urls.normalize import vnode_of
 from crawl.urls.scope import UrlPolicy
@@ -180,7 +181,7 @@ def test_links_sent_lately_are_not_sent_again(tmp_path: Path) -> None:
     assert sum(len(found) for found, _ in second.values()) == 0
     own = vnode_of("a.test", VNODES)
     assert second[own][1][0][1] == "FETCHED"  # the page's own outcome still goes round
-    assert status.counters["links.recent"] == 3
+    assert status.counters[PROCESS_LINKS_RECENT.name] == 3
     warc.close()
     log.close()
     status.close()
@@ -566,7 +567,7 @@ def test_a_payload_archived_before_is_written_as_a_revisit(
         ("response", "http://mirror.test/cut"),  # a truncated payload is not the entity
         ("response", "http://a.test/tiny"), ("response", "http://b.test/tiny"),  # too short
     ]
-    assert status.counters["warc.revisits"] == 1
+    assert status.counters[PROCESS_WARC_REVISITS.name] == 1
     [capture] = captures.values()
     assert capture.target_uri == PAGE
     # The revisit's page is still parsed and routed: its links go round like any page's.
@@ -647,4 +648,4 @@ def test_repeats_of_recent_urls_bring_their_cash_later_in_one_record(
     assert _cash_by_url(lines) == pytest.approx({
         "http://b.test/x": 0.15, "http://a.test/dir/other": 0.15, "http://a.test/map": 0.15,
         PAGE: 0.075})
-    assert status.counters["links.held_cash"] == 4
+    assert status.counters[PROCESS_LINKS_HELD_CASH.name] == 4

@@ -20,6 +20,8 @@ from crawl.progress import (
     is_idle,
     read_statuses,
 )
+from crawl.stages import FETCH_IN_FLIGHT, FETCH_QUEUED, FETCH_TIMERS, PROCESS_PAGES
+from crawl.status import Status
 
 HOUR = 3600.0  # an interval long enough that the writer thread never writes during a test
 
@@ -176,8 +178,9 @@ def test_fingerprint_changes_when_any_counter_moves() -> None:
 
 
 def test_timer_firings_are_not_progress() -> None:
-    waiting = CrawlFigures(counters={"process.pages.FETCHED": 5, "fetch.timers": 10})
-    woke = CrawlFigures(counters={"process.pages.FETCHED": 5, "fetch.timers": 90})
+    fetched = PROCESS_PAGES.member_key(Status.FETCHED.value)
+    waiting = CrawlFigures(counters={fetched: 5, FETCH_TIMERS.key: 10})
+    woke = CrawlFigures(counters={fetched: 5, FETCH_TIMERS.key: 90})
     assert waiting.fingerprint == woke.fingerprint
     tracker = QuietTracker()
     tracker.quiet_for(waiting, 100.0)
@@ -189,8 +192,8 @@ def test_timer_firings_are_not_progress() -> None:
 
 def _figures(pages: int, queued: float = 0, in_flight: float = 0) -> CrawlFigures:
     return CrawlFigures(
-        counters={"process.pages.FETCHED": pages},
-        gauges={"fetch.queued": queued, "fetch.in_flight": in_flight},
+        counters={PROCESS_PAGES.member_key(Status.FETCHED.value): pages},
+        gauges={FETCH_QUEUED.key: queued, FETCH_IN_FLIGHT.key: in_flight},
     )
 
 

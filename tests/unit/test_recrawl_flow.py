@@ -23,6 +23,7 @@ from crawl.loop.records import decode_line, parse_record
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
+from crawl.stages import CRAWLDB_URLS_NEW, PROCESS_NEARDUP_QUERIES, PROCESS_WARC_NOT_MODIFIED
 from crawl.status import Status
 from drum import (
     NEVER,
@@ -162,7 +163,7 @@ def test_a_url_that_keeps_failing_is_retired_and_stays_seen(directory: str) -> N
     assert _items(state.flush(db, T0 + 10_000_000)) == []
     answer = state.apply(db, [(url, "L", "http://a.example/")], [], T0 + 10_000_001)
     answer = state.flush(db, T0 + 10_000_002)
-    assert answer.counts.get("urls.new", 0) == 0
+    assert answer.counts.get(CRAWLDB_URLS_NEW.name, 0) == 0
     assert _items(answer) == []
 
 
@@ -228,7 +229,7 @@ def test_a_304_is_archived_as_a_server_not_modified_revisit(tmp_path: Path) -> N
     assert headers.get_header("WARC-Refers-To-Target-URI") == "http://a.test/p"
     assert headers.get_header("WARC-Refers-To-Date") == "2023-11-14T22:13:20.000Z"
     assert headers.get_header("WARC-Refers-To") is None
-    assert status.counters["warc.not_modified"] == 1
+    assert status.counters[PROCESS_WARC_NOT_MODIFIED.name] == 1
 
 
 def test_a_changed_page_reports_its_digest_and_validators(tmp_path: Path) -> None:
@@ -278,7 +279,7 @@ def test_with_change_distance_a_page_reports_its_main_texts_simhash(tmp_path: Pa
     assert first.digest == again.digest
     short = observe(_article(words[:5], "visits: one"), "http://a.test/short")
     assert not short.simhash
-    assert "neardup.queries" not in status.counters  # the near-duplicate stage is off
+    assert PROCESS_NEARDUP_QUERIES.name not in status.counters  # the near-duplicate stage is off
     warc.close()
 
 

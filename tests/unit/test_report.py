@@ -29,6 +29,7 @@ from crawl.report.log_figures import (
     log_figures,
     read_crawl_logs,
 )
+from crawl.stages import CRAWLDB_DEFERRED, PROCESS_LINKS_FOUND
 from crawl.status import Status
 from job.cli import main as cli_main
 from job.launcher import _write_report
@@ -286,8 +287,8 @@ def test_the_report_of_a_finished_crawl_reads_every_source(tmp_path: Path) -> No
     data = gather_report(out, ReportSettings(delay_seconds=1.0))
     assert not data.running
     assert data.summary["stop_reason"] == "idle"
-    assert data.counters["process.links.found"] == 900
-    assert data.gauges["crawldb.deferred.budget:domain"] == 7
+    assert data.counters[PROCESS_LINKS_FOUND.key] == 900
+    assert data.gauges[CRAWLDB_DEFERRED.member_key("budget:domain")] == 7
     # Crawl-delay for our token, capped as the crawler caps it; hosts without one are absent.
     assert data.crawl_delays == {"slow.ex": 4.0, "capped.ex": 30.0}
     slow = next(row for row in data.log.busiest_hosts if row["host"] == "slow.ex")

@@ -31,6 +31,14 @@ from crawl.frontier.scheduler import (
     upgrade_host_row,
 )
 from crawl.model import FetchResult
+from crawl.stages import (
+    FETCH_BACKOFFS,
+    FETCH_RETRIES,
+    FETCH_RETRIES_EXHAUSTED,
+    FETCH_ROBOTS_RETRIES,
+    FETCH_ROBOTS_UNPARSEABLE,
+    FETCH_SUSPENSIONS,
+)
 from crawl.status import Status
 
 HOST = "example.test"
@@ -156,14 +164,14 @@ def test_unavailable_robots_is_asked_again_while_the_queue_waits(
             assert wake.results == [failed]
             # The queue waits, and robots.txt is asked again when the back-off ends.
             assert len(state.queue) == 2
-            assert "robots.retries" in wake.events
+            assert FETCH_ROBOTS_RETRIES.name in wake.events
             assert state.next_allowed_ms > now + 100 + 4000
             assert wake.wake_at_ms == state.next_allowed_ms
             assert scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms - 1).start is None
             now = state.next_allowed_ms
     # Out of attempts: the URLs are recorded, not fetched, and robots.txt is trusted as
     # unavailable for unavailable_retry_seconds.
-    assert "robots.retries" not in wake.events
+    assert FETCH_ROBOTS_RETRIES.name not in wake.events
     assert state.robots is not None
     assert state.robots.expires_ms == now + 100 + 600_000
     # Recording the denials needs no request: they come with the last failure, without
@@ -197,7 +205,7 @@ def test_robots_refused_by_the_address_guard_is_not_asked_again(tmp_path: Path) 
     refused = FetchResult(url=wake.start.url, status=Status.FETCH_ERROR,
                           reason="ssrf:loopback-address", started_ms=1000, duration_ms=1)
     wake = scheduler.wake(HOST, state, _done(refused), now_ms=1001)
-    assert "robots.retries" not in wake.events
+    assert FETCH_ROBOTS_RETRIES.name not in wake.events
     assert wake.start is None
     assert [r.reason for r in wake.results] == [
         "ssrf:loopback-address", "robots:unavailable:ssrf:loopback-address"
@@ -220,7 +228,9 @@ def test_robots_txt_that_cannot_be_parsed_is_asked_again_while_the_queue_waits(
     # Nothing of the host is fetched: the text counts as a robots.txt that could not be had.
     assert wake.start is None
     assert wake.results == []
-    assert wake.events == ["robots.unparseable", "robots.retries", "backoffs"]
+    assert wake.events == [
+        FETCH_ROBOTS_UNPARSEABLE.name, FETCH_ROBOTS_RETRIES.name, FETCH_BACKOFFS.name
+    ]
     assert state.robots == RobotsRecord(200, "", 1000, 1000 + 600_000, "unparseable")
     assert state.failures == 1
     assert len(state.queue) == 2
@@ -252,7 +262,7 @@ def test_robots_txt_that_cannot_be_parsed_denies_the_queue_once_out_of_attempts(
     wake = scheduler.wake(HOST, state, None, now_ms=1000)
 
     assert wake.start is None
-    assert "robots.retries" not in wake.events
+    assert FETCH_ROBOTS_RETRIES.name not in wake.events
     assert [(r.status, r.reason) for r in wake.results] == [
         (Status.ROBOTS_DENIED, "robots:unavailable:unparseable")
     ] * 2
@@ -417,7 +427,7 @@ def test_429_with_retry_after_puts_the_url_back_first_and_holds_the_host(tmp_pat
                                                       retry_after="120")), 1200)
 
     assert wake.results == []  # nothing reaches the crawl log or the crawl DB yet
-    assert wake.events == ["backoffs", "retries"]
+    assert wake.events == [FETCH_BACKOFFS.name, FETCH_RETRIES.name]
     assert state.lease_kind == ""
     assert state.failures == 1
     assert state.next_allowed_ms == 1100 + 120_000  # from the end of the response
@@ -462,8 +472,9 @@ def test_retries_stop_after_max_attempts_and_the_last_outcome_is_recorded(
             assert QueueEntry.decode(state.queue.pop()).attempts == attempt
             state.queue.push_front(QueueEntry(url, "L", f"http://{HOST}/", attempt).encode())
 
-    assert events == [["backoffs", "retries"], ["backoffs", "retries"],
-                      ["backoffs", "retries.exhausted"]]
+    assert events == [[FETCH_BACKOFFS.name, FETCH_RETRIES.name],
+                      [FETCH_BACKOFFS.name, FETCH_RETRIES.name],
+                      [FETCH_BACKOFFS.name, FETCH_RETRIES_EXHAUSTED.name]]
     assert [(r.url, r.status, r.reason) for r in wake.results] == [
         (f"http://{HOST}/a", Status.FETCH_ERROR, "timeout:read")
     ]
@@ -482,7 +493,7 @@ def test_one_attempt_in_all_means_no_retry(tmp_path: Path) -> None:
                           1200)
 
     assert [r.reason for r in wake.results] == ["connect:refused"]
-    assert wake.events == ["backoffs"]
+    assert wake.events == [FETCH_BACKOFFS.name]
     assert len(state.queue) == 0
     assert state.next_allowed_ms == 1100 + 5000
 
@@ -497,7 +508,7 @@ def test_503_without_retry_after_is_recorded_at_once_and_backs_the_host_off(
     wake = scheduler.wake(HOST, state, _done(_answer(url, 503, "http:503", started=1000)), 1200)
 
     assert [(r.status, r.reason) for r in wake.results] == [(Status.HTTP_ERROR, "http:503")]
-    assert wake.events == ["backoffs"]
+    assert wake.events == [FETCH_BACKOFFS.name]
     assert state.failures == 1
     assert state.next_allowed_ms == 1100 + 5000
     assert wake.wake_at_ms == 6100
@@ -550,10 +561,10 @@ def test_a_failing_host_is_suspended_with_its_queue_kept_and_resumes(tmp_path: P
         now = state.next_allowed_ms
 
     assert log == [
-        ("1", [], ["backoffs", "retries"]),
-        ("1", [], ["backoffs", "retries"]),
-        ("1", ["connect:refused"], ["backoffs", "retries.exhausted"]),
-        ("2", [], ["suspensions", "retries"]),
+        ("1", [], [FETCH_BACKOFFS.name, FETCH_RETRIES.name]),
+        ("1", [], [FETCH_BACKOFFS.name, FETCH_RETRIES.name]),
+        ("1", ["connect:refused"], [FETCH_BACKOFFS.name, FETCH_RETRIES_EXHAUSTED.name]),
+        ("2", [], [FETCH_SUSPENSIONS.name, FETCH_RETRIES.name]),
     ]
     suspended_at = now - 1_800_000
     assert state.failures == 4
@@ -570,7 +581,7 @@ def test_a_failing_host_is_suspended_with_its_queue_kept_and_resumes(tmp_path: P
     assert url.endswith("/2")
     wake = scheduler.wake(HOST, state, _done(_answer(url, 0, "timeout:connect", started=now)),
                           now + 100)
-    assert wake.events == ["suspensions", "retries"]
+    assert wake.events == [FETCH_SUSPENSIONS.name, FETCH_RETRIES.name]
     assert state.next_allowed_ms == now + 100 + 1_800_000
     # the next probe succeeds: the count is reset and the host goes at its normal pace
     now = state.next_allowed_ms
@@ -618,7 +629,7 @@ def test_a_lost_lease_of_a_retry_keeps_its_attempts(tmp_path: Path) -> None:
     wake = scheduler.wake(HOST, state, _done(_answer(url, 429, "http:429", started=1000)), 1200)
 
     assert [r.reason for r in wake.results] == ["http:429"]  # the third attempt: recorded
-    assert wake.events == ["backoffs", "retries.exhausted"]
+    assert wake.events == [FETCH_BACKOFFS.name, FETCH_RETRIES_EXHAUSTED.name]
     assert state.failures == 3
 
 
@@ -784,7 +795,8 @@ def test_random_troubles_keep_one_fetch_in_flight_the_spacing_and_one_outcome_pe
         status, reason, _ = tried[-1]
         assert (outcomes[url].http_status, outcomes[url].reason) == (status, reason)
     # the troubles were troubling: URLs were retried, some to the end, and the host suspended
-    assert {"backoffs", "retries", "retries.exhausted", "suspensions"} <= set(events)
+    assert {FETCH_BACKOFFS.name, FETCH_RETRIES.name, FETCH_RETRIES_EXHAUSTED.name,
+            FETCH_SUSPENSIONS.name} <= set(events)
 
 
 def test_a_group_hold_delays_the_start_and_the_wake_up(tmp_path: Path) -> None:

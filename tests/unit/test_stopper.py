@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from crawl.stages import CRAWLDB_PENDING, FETCH_QUEUED
 from job.status import CrawlView
 from job.stopper import StopError, figures_of_view, stop_job, wait_until_idle
 
@@ -65,7 +66,7 @@ def test_the_idle_rule_reads_progress_counters_and_queue_gauges() -> None:
                      | {"crawldb.pending": 3.0, "crawldb.urls_found": 9.0}, "_", "test")
     figures = figures_of_view(view)
     assert figures.counters == {"fetch.results_FETCHED": 1, "crawldb.urls_found": 9}
-    assert (figures.gauge("fetch.queued"), figures.gauge("crawldb.pending")) == (1.0, 3.0)
+    assert (figures.gauge(FETCH_QUEUED.key), figures.gauge(CRAWLDB_PENDING.key)) == (1.0, 3.0)
 
 
 def test_it_waits_while_anything_is_queued_in_flight_or_moving() -> None:

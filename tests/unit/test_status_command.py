@@ -14,6 +14,16 @@ from pathlib import Path
 import pytest
 
 from crawl.progress import StageStatus
+from crawl.stages import (
+    CRAWLDB_PENDING,
+    FETCH,
+    FETCH_ERRORS,
+    FETCH_QUEUED,
+    PROCESS,
+    PROCESS_FOUND_BY,
+    PROCESS_PAGES,
+)
+from crawl.status import Status
 from job.cli import main
 from job.status import RestClient, StatusError, figures_from_metrics, find_job, run_status
 
@@ -111,10 +121,10 @@ def test_metrics_are_summed_over_subtasks(flink: str) -> None:
     rest = RestClient(flink)
     view = figures_from_metrics(rest, find_job(rest))
     assert "numRecordsIn" not in view.values
-    assert view.get("fetch.queued") == 7
-    assert view.get("crawldb.pending") == 7
+    assert view.get(FETCH_QUEUED.key) == 7
+    assert view.get(CRAWLDB_PENDING.key) == 7
     assert view.pages == 45  # robots denials fetch nothing
-    assert view.family("fetch", "errors") == {"timeout_read": 2.0}
+    assert view.family(FETCH_ERRORS) == {"timeout_read": 2.0}
     assert view.maxima["fetch.latency_ms_p95"] == 120
 
 
@@ -134,12 +144,12 @@ def test_status_from_rest_only(flink: str, capsys: pytest.CaptureFixture[str]) -
 
 def test_status_of_a_local_run_reads_its_files(flink: str, tmp_path: Path) -> None:
     (tmp_path / "job.json").write_text(json.dumps({"job_id": JOB, "rest": flink}))
-    status = StageStatus(tmp_path / "status", "process", 0)
-    status.count("pages.FETCHED", 3)
-    status.count("found_by.sitemap entry", 3)
+    status = StageStatus(tmp_path / "status", PROCESS.figures, 0)
+    status.count(PROCESS_PAGES.member(Status.FETCHED.value), 3)
+    status.count(PROCESS_FOUND_BY.member("sitemap entry"), 3)
     status.close()
-    fetch = StageStatus(tmp_path / "status", "fetch", 0)
-    fetch.count("errors.timeout:read")
+    fetch = StageStatus(tmp_path / "status", FETCH.figures, 0)
+    fetch.count(FETCH_ERRORS.member("timeout:read"))
     fetch.close()
     out = io.StringIO()
     assert run_status(tmp_path, None, None, out) == 0
@@ -155,8 +165,8 @@ def test_a_finished_local_run_is_not_asked_for(tmp_path: Path, closed_port: int)
     (tmp_path / "job.json").write_text(json.dumps({
         "job_id": JOB, "rest": f"http://127.0.0.1:{closed_port}", "started": 100.0,
         "finished": 110.0, "stop_reason": "idle"}))
-    status = StageStatus(tmp_path / "status", "process", 0)
-    status.count("pages.FETCHED", 5)
+    status = StageStatus(tmp_path / "status", PROCESS.figures, 0)
+    status.count(PROCESS_PAGES.member(Status.FETCHED.value), 5)
     status.close()
     out = io.StringIO()
     assert run_status(tmp_path, None, None, out) == 0
@@ -175,7 +185,7 @@ def test_nothing_answering_is_a_clear_error(
     assert f"status: no Flink REST API answers at {url}" in capsys.readouterr().err
     # A local run whose job is gone: the files' figures, and exit status 1.
     (tmp_path / "job.json").write_text(json.dumps({"job_id": JOB, "rest": url}))
-    StageStatus(tmp_path / "status", "fetch", 0).close()
+    StageStatus(tmp_path / "status", FETCH.figures, 0).close()
     out = io.StringIO()
     assert run_status(tmp_path, None, None, out) == 1
     assert f"job          not reachable: no Flink REST API answers at {url}" in out.getvalue()
