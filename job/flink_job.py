@@ -77,5 +77,6 @@ def _submit(args: argparse.Namespace) -> int:
     env.execute(JOB_NAME)
     return 0
 
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -7,8 +7,8 @@ are checked and the files kept with its savepoint put back), the Flink settings 
 ``flink-conf.yaml`` and completed for this crawl (:func:`flink_configuration`), and a savepoint
 taken by an earlier version is restored with the settings :func:`migrate_loop_source` gives.
 What cannot go on raises :class:`CrawlError`, whose message says why; both entry points
-(``python -m job crawl`` and ``demo``, ``job/flink_job.py``) turn it, a configuration error or
-an ``OSError`` into one line on stderr and an exit status with :func:`exit_status`.
+(``python -m job`` crawl, demo and report; ``job/flink_job.py``) turn it, a configuration
+error or an ``OSError`` into one line on stderr and an exit status with :func:`exit_status`.
 """
 
 from __future__ import annotations
