@@ -22,7 +22,6 @@ Usage: ``python bench/cluster_scaling.py --hosts 300 --runs 3``.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -35,7 +34,7 @@ sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
 from e2e_throughput import from_request_log  # noqa: E402
-from rounds import alternate  # noqa: E402
+from rounds import add_web_options, alternate, print_ratios, write_json  # noqa: E402
 
 from synthweb import SyntheticWebServer, WebConfig, audit_log  # noqa: E402
 from synthweb.proctree import ProcessTreeMonitor  # noqa: E402
@@ -110,10 +109,7 @@ def _wait_until_quiet(server: SyntheticWebServer, quiet: float, timeout: float) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=300)
-    parser.add_argument("--web-seed", type=int, default=1)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--delay", type=float, default=0.0)
+    add_web_options(parser, hosts=300)
     parser.add_argument("--quiet", type=float, default=10.0,
                         help="seconds without a request that end a round")
     parser.add_argument("--timeout", type=float, default=900.0)
@@ -137,18 +133,8 @@ def main() -> None:
               f"{median(layout, 'taskmanager_cpu_s'):.1f} | "
               f"{median(layout, 'audit_problems'):.0f} |")
     base = args.layouts[0]
-    ratios = {}
-    for layout in args.layouts[1:]:
-        ratios[layout] = [
-            other["pages_per_s"] / first["pages_per_s"]
-            for other, first in zip(rows[layout], rows[base], strict=True)
-        ]
-        print(f"\n{layout} / {base} pages/s, per round: "
-              f"{[round(r, 2) for r in ratios[layout]]}; "
-              f"median {statistics.median(ratios[layout]):.2f}")
-    if args.json:
-        args.json.write_text(json.dumps({"args": vars(args), "rows": rows, "ratios": ratios},
-                                        indent=2, default=str))
+    ratios = {layout: print_ratios(rows, layout, base) for layout in args.layouts[1:]}
+    write_json(args.json, {"args": vars(args), "rows": rows, "ratios": ratios})
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
-from rounds import alternate  # noqa: E402
+from rounds import add_web_options, alternate, print_ratios, write_json  # noqa: E402
 
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log  # noqa: E402
 from synthweb.proctree import ProcessTreeMonitor  # noqa: E402
@@ -121,10 +121,7 @@ def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=300)
-    parser.add_argument("--web-seed", type=int, default=1)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--delay", type=float, default=0.0)
+    add_web_options(parser, hosts=300)
     parser.add_argument("--budget", type=int, default=0, help="page budget (0: whole web)")
     parser.add_argument("--parallelism", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
@@ -149,17 +146,8 @@ def main() -> None:
               f"{median(crawler, 'pages_per_s'):.1f} | {median(crawler, 'own_pages_per_s'):.1f} | "
               f"{median(crawler, 'cpu_ms_per_page'):.2f} | {median(crawler, 'wall_s'):.1f} | "
               f"{median(crawler, 'audit_problems'):.0f} |")
-    ratios: dict[str, list[float]] = {}
-    for other in crawlers[1:]:
-        ratios[other] = [
-            o["pages_per_s"] / s["pages_per_s"]
-            for o, s in zip(rows["ours"], rows[other], strict=True)
-        ]
-        print(f"\nours / {other} pages/s, per round: {[round(r, 2) for r in ratios[other]]}; "
-              f"median {statistics.median(ratios[other]):.2f}")
-    if args.json:
-        args.json.write_text(json.dumps({"args": vars(args), "rows": rows, "ratios": ratios},
-                                        indent=2, default=str))
+    ratios = {other: print_ratios(rows, "ours", other) for other in crawlers[1:]}
+    write_json(args.json, {"args": vars(args), "rows": rows, "ratios": ratios})
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ Usage: ``python bench/hostile_web.py --hosts 100 --runs 3``.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,7 @@ _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
-from rounds import alternate  # noqa: E402
+from rounds import add_web_options, alternate, print_ratios, write_json  # noqa: E402
 
 from synthweb import (  # noqa: E402
     RequestRecord,
@@ -109,10 +108,7 @@ def one_round(args: argparse.Namespace, hostile: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=100)
-    parser.add_argument("--web-seed", type=int, default=1)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--delay", type=float, default=0.0)
+    add_web_options(parser, hosts=100)
     parser.add_argument("--total-timeout", type=float, default=10.0)
     parser.add_argument("--trickle-seconds", type=float, default=30.0)
     parser.add_argument("--stall-seconds", type=float, default=60.0)
@@ -135,11 +131,8 @@ def main() -> None:
               f"{median(kind, 'cpu_s'):.1f} | {median(kind, 'peak_rss_mb'):.0f} | "
               f"{median(kind, 'audit_problems'):.0f} |")
     for key in ("normal_pages_per_s", "peak_rss_mb"):
-        ratios = [h[key] / p[key] for h, p in zip(rows["hostile"], rows["plain"], strict=True)]
-        print(f"\nhostile / plain {key}, per round: {[round(r, 2) for r in ratios]}; "
-              f"median {statistics.median(ratios):.2f}")
-    if args.json:
-        args.json.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2, default=str))
+        print_ratios(rows, "hostile", "plain", key, label=key)
+    write_json(args.json, {"args": vars(args), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -231,22 +231,12 @@ class DelayCountFunction(FlatMapFunction):
 # --- One run in a worker process ------------------------------------------------------------
 
 
-def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    flat: dict[str, str] = {}
-    for key, value in mapping.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, name + "."))
-        elif isinstance(value, bool):
-            flat[name] = "true" if value else "false"
-        else:
-            flat[name] = str(value)
-    return flat
-
-
 def flink_settings(mode: str, workdir: Path, overrides: dict[str, str]) -> dict[str, str]:
     """The project's Flink settings for one run in ``workdir`` in execution mode ``mode``."""
-    settings = _flatten(yaml.safe_load(FLINK_CONF.read_text(encoding="utf-8")) or {})
+    # Imported here: the job's Python workers import this module and need none of the crawler.
+    from job.preparation import flat_settings
+
+    settings = flat_settings(yaml.safe_load(FLINK_CONF.read_text(encoding="utf-8")) or {})
     settings.update(
         {
             "python.executable": sys.executable,
@@ -837,4 +827,5 @@ if __name__ == "__main__":
     # Run as a script this file is __main__, whose classes cloudpickle would ship by value
     # and the workers could not resolve: run it as the module the workers import instead.
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(1, str(PROJECT_ROOT))
     importlib.import_module(MODULE_NAME).main()

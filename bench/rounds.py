@@ -2,14 +2,19 @@
 
 The machines are noisy, so a comparison is only fair when its contenders take turns within one
 run: round 1 runs them in order, round 2 in reverse, and so on, each round's figures printed as
-they come (JSON) between the load averages before and after.
+they come (JSON) between the load averages before and after. Also what the benchmarks that
+crawl the synthetic web this way share: their common options, the per-round ratios of one
+contender's figure to another's, and the raw figures written as JSON.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import statistics
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 Figures = dict[str, Any]
@@ -31,3 +36,36 @@ def alternate(
             print(f"round {round_number} {name:{width}} {json.dumps(figures)}", flush=True)
     print(f"load after: {os.getloadavg()}")
     return rows
+
+
+def add_web_options(parser: argparse.ArgumentParser, hosts: int) -> None:
+    """The options of a side-by-side crawl of the synthetic web: its size (``--hosts``, by
+    default ``hosts``) and seed, the rounds and the politeness delay."""
+    parser.add_argument("--hosts", type=int, default=hosts)
+    parser.add_argument("--web-seed", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--delay", type=float, default=0.0)
+
+
+def print_ratios(
+    rows: dict[str, list[Figures]],
+    numerator: str,
+    denominator: str,
+    key: str = "pages_per_s",
+    label: str = "pages/s",
+) -> list[float]:
+    """``numerator``'s figure ``key`` over ``denominator``'s, round by round, printed (as
+    ``label``) with their median."""
+    ratios = [
+        top[key] / bottom[key]
+        for top, bottom in zip(rows[numerator], rows[denominator], strict=True)
+    ]
+    print(f"\n{numerator} / {denominator} {label}, per round: "
+          f"{[round(r, 2) for r in ratios]}; median {statistics.median(ratios):.2f}")
+    return ratios
+
+
+def write_json(path: Path | None, figures: dict[str, Any]) -> None:
+    """The raw figures as JSON into ``path``, if one is given (``--json``)."""
+    if path:
+        path.write_text(json.dumps(figures, indent=2, default=str))

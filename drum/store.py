@@ -325,7 +325,6 @@ class Drum:
     def check(self, keys: np.ndarray | Sequence[int], *, now_ms: int) -> list[MergeResult]:
         """Buffer "is this key known?" for each key. Answers come in the merge's
         :class:`Checks`. O(1) amortised per key in memory; merges as described above."""
-        keys = np.asarray(keys, dtype=np.uint64)
         return self._add(CHECK, keys, None, None, now_ms)
 
     def update(
@@ -339,20 +338,19 @@ class Drum:
         """Buffer "merge ``values[i]`` into the record of ``keys[i]``" (creating it, with
         ``payloads[i]`` as its URL, if the key is unknown). Updates to archived keys are
         dropped and counted. O(1) amortised per key in memory."""
-        keys = np.asarray(keys, dtype=np.uint64)
         return self._add(UPDATE, keys, values, payloads, now_ms)
 
     def check_update(
         self,
         keys: np.ndarray | Sequence[int],
         values: np.ndarray,
-        payloads: Sequence[bytes] | None = None,
+        payloads: Sequence[bytes],
         *,
         now_ms: int,
     ) -> list[MergeResult]:
         """A check, then an update: the URL-seen test of discovered links. Unknown keys come
-        back in :class:`NewKeys` with their payload. O(1) amortised per key in memory."""
-        keys = np.asarray(keys, dtype=np.uint64)
+        back in :class:`NewKeys` with their payload (their URL), which is why this operation
+        needs one for each key. O(1) amortised per key in memory."""
         return self._add(CHECK_UPDATE, keys, values, payloads, now_ms)
 
     def merge(self, *, now_ms: int, major: bool = False, select: bool = False,
@@ -371,11 +369,12 @@ class Drum:
     def _add(
         self,
         kind: int,
-        keys: np.ndarray,
+        keys: np.ndarray | Sequence[int],
         values: np.ndarray | None,
         payloads: Sequence[bytes] | None,
         now_ms: int,
     ) -> list[MergeResult]:
+        keys = np.asarray(keys, dtype=np.uint64)
         self._ensure_open()
         if keys.ndim != 1:
             raise ValueError("keys must be a 1-D array of uint64")

@@ -9,6 +9,7 @@ a failed crawl exits with status 1.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,44 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _crawl(args: argparse.Namespace) -> int:
+    config = load_config(args.config, _overrides(args, {}))
+    resuming = args.resume or args.resume_from is not None
+    seeds = _read_seeds(args, config.crawl.seeds, required=not resuming)
+    from job.launcher import run_local_crawl
+
+    run_local_crawl(
+        config,
+        seeds,
+        overwrite=args.overwrite,
+        resume=args.resume,
+        resume_from=args.resume_from,
+        flink_conf=_flink_conf(args),
+    )
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from job.demo import run_demo
+
+    demo_defaults = {
+        "crawl.output_dir": "crawl-demo",
+        "crawl.idle_seconds": 10,
+        "politeness.delay_seconds": 0.2,
+    }
+    # The demo's own defaults apply unless a configuration file says otherwise.
+    config = load_config(
+        args.config, _overrides(args, demo_defaults if args.config is None else {})
+    )
+    return run_demo(
+        config,
+        hosts=args.hosts,
+        web_seed=args.web_seed,
+        overwrite=True,
+        flink_conf=_flink_conf(args),
+    )
+
+
 def _overrides(args: argparse.Namespace, defaults: dict[str, Any]) -> dict[str, Any]:
     overrides = dict(defaults)
     for option, key in _OPTION_KEYS.items():
@@ -246,54 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         from job.savepoint import run_savepoint
 
         return run_savepoint(args.out, args.rest, args.job, args.savepoint_dir)
-    from job.preparation import CrawlError
+    from job.preparation import exit_status
 
     if args.command == "index":
         return _index(args.out)
-    try:
-        if args.command == "report":
-            return _report(args)
-        if args.command == "crawl":
-            config = load_config(args.config, _overrides(args, {}))
-            resuming = args.resume or args.resume_from is not None
-            seeds = _read_seeds(args, config.crawl.seeds, required=not resuming)
-            from job.launcher import run_local_crawl
-
-            run_local_crawl(
-                config,
-                seeds,
-                overwrite=args.overwrite,
-                resume=args.resume,
-                resume_from=args.resume_from,
-                flink_conf=_flink_conf(args),
-            )
-            return 0
-        from job.demo import run_demo
-
-        demo_defaults = {
-            "crawl.output_dir": "crawl-demo",
-            "crawl.idle_seconds": 10,
-            "politeness.delay_seconds": 0.2,
-        }
-        # The demo's own defaults apply unless a configuration file says otherwise.
-        config = load_config(
-            args.config, _overrides(args, demo_defaults if args.config is None else {})
-        )
-        return run_demo(
-            config,
-            hosts=args.hosts,
-            web_seed=args.web_seed,
-            overwrite=True,
-            flink_conf=_flink_conf(args),
-        )
-    except ConfigError as error:
-        print(f"configuration error: {error}", file=sys.stderr)
-        return 2
-    except CrawlError as error:
-        print(f"crawl failed: {error}", file=sys.stderr)
-        return 1
-    except OSError as error:
-        from job.failures import describe_os_error
-
-        print(f"crawl failed: {describe_os_error(error)}", file=sys.stderr)
-        return 1
+    run = {"report": _report, "crawl": _crawl, "demo": _demo}[args.command]
+    return exit_status(functools.partial(run, args))

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import functools
 from pathlib import Path
 
 __all__ = ["main"]
@@ -33,57 +33,49 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the crawl's options, prepare its output directory, build the job, submit it."""
-    from crawl.config import ConfigError, load_config
-    from job.cli import _flink_conf, _overrides, _read_seeds
-    from job.preparation import CrawlError
+    from job.preparation import exit_status
 
     args = _parser().parse_args(argv)
-    try:
-        from pyflink.common import Configuration
-        from pyflink.datastream import StreamExecutionEnvironment
+    return exit_status(functools.partial(_submit, args))
 
-        from job.cluster import prepare_job
-        from job.preparation import JOB_NAME
-        from job.topology import build_topology
 
-        config = load_config(args.config, _overrides(args, {}))
-        env = StreamExecutionEnvironment.get_execution_environment()
-        context = {
-            str(key): str(value)
-            for key, value in env._j_stream_execution_environment.getConfiguration()
-            .toMap()
-            .items()
-        }
-        restoring = bool(context.get("execution.state-recovery.path"))
-        seeds = _read_seeds(args, config.crawl.seeds, required=not restoring)
-        job = prepare_job(
-            config, seeds, context, overwrite=args.overwrite, flink_conf=_flink_conf(args)
-        )
-        configuration = Configuration()
-        for key, value in job.settings.items():
-            configuration.set_string(key, value)
-        env.configure(configuration)
-        env.set_parallelism(job.config.crawl.parallelism)
-        env.set_max_parallelism(job.config.crawl.vnodes)
-        build_topology(env, job.config, job.layout)
-        print(
-            f"submitting the crawl of {job.seeds_accepted} new seed(s) into {job.layout.root}"
-            + (f", restoring {job.restore_from}" if job.restore_from else ""),
-            flush=True,
-        )
-        env.execute(JOB_NAME)
-        return 0
-    except ConfigError as error:
-        print(f"configuration error: {error}", file=sys.stderr)
-        return 2
-    except CrawlError as error:
-        print(f"crawl failed: {error}", file=sys.stderr)
-        return 1
-    except OSError as error:
-        from job.failures import describe_os_error
+def _submit(args: argparse.Namespace) -> int:
+    from pyflink.common import Configuration
+    from pyflink.datastream import StreamExecutionEnvironment
 
-        print(f"crawl failed: {describe_os_error(error)}", file=sys.stderr)
-        return 1
+    from crawl.config import load_config
+    from job.cli import _flink_conf, _overrides, _read_seeds
+    from job.cluster import prepare_job
+    from job.preparation import JOB_NAME
+    from job.topology import build_topology
+
+    config = load_config(args.config, _overrides(args, {}))
+    env = StreamExecutionEnvironment.get_execution_environment()
+    context = {
+        str(key): str(value)
+        for key, value in env._j_stream_execution_environment.getConfiguration()
+        .toMap()
+        .items()
+    }
+    restoring = bool(context.get("execution.state-recovery.path"))
+    seeds = _read_seeds(args, config.crawl.seeds, required=not restoring)
+    job = prepare_job(
+        config, seeds, context, overwrite=args.overwrite, flink_conf=_flink_conf(args)
+    )
+    configuration = Configuration()
+    for key, value in job.settings.items():
+        configuration.set_string(key, value)
+    env.configure(configuration)
+    env.set_parallelism(job.config.crawl.parallelism)
+    env.set_max_parallelism(job.config.crawl.vnodes)
+    build_topology(env, job.config, job.layout)
+    print(
+        f"submitting the crawl of {job.seeds_accepted} new seed(s) into {job.layout.root}"
+        + (f", restoring {job.restore_from}" if job.restore_from else ""),
+        flush=True,
+    )
+    env.execute(JOB_NAME)
+    return 0
 
 
 if __name__ == "__main__":

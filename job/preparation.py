@@ -6,7 +6,9 @@ The local run (:mod:`job.launcher`, on the MiniCluster) and the job ``flink run`
 are checked and the files kept with its savepoint put back), the Flink settings are read from
 ``flink-conf.yaml`` and completed for this crawl (:func:`flink_configuration`), and a savepoint
 taken by an earlier version is restored with the settings :func:`migrate_loop_source` gives.
-What cannot go on raises :class:`CrawlError`, whose message says why.
+What cannot go on raises :class:`CrawlError`, whose message says why; both entry points
+(``python -m job`` crawl, demo and report; ``job/flink_job.py``) turn it, a configuration
+error or an ``OSError`` into one line on stderr and an exit status with :func:`exit_status`.
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ import os
 import shutil
 import sys
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
 
-from crawl.config import Config
+from crawl.config import Config, ConfigError
 from crawl.crawldb.partition import minimum_file_grace_seconds
 from crawl.layout import FixedSettingsError, OutputLayout, flink_uri
 from crawl.loop.reader import files_read_by_file_source, write_migrated
@@ -33,8 +35,9 @@ from job.failures import describe_os_error
 
 __all__ = [
     "DEFAULT_FLINK_CONF", "FIXED_BEFORE_RECORDED", "JOB_NAME", "MIN_IDLE_SECONDS",
-    "PROJECT_ROOT", "CrawlError", "fixed_settings", "flink_configuration",
-    "migrate_loop_source", "path_for_embedded_python", "prepare_output", "put_back_kept_files",
+    "PROJECT_ROOT", "CrawlError", "exit_status", "fixed_settings", "flat_settings",
+    "flink_configuration", "migrate_loop_source", "path_for_embedded_python", "prepare_output",
+    "put_back_kept_files",
 ]
 
 JOB_NAME = "pyflink-crawler"
@@ -50,12 +53,32 @@ class CrawlError(RuntimeError):
     """The crawl could not start or the Flink job failed; the message says why."""
 
 
-def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
+def exit_status(command: Callable[[], int]) -> int:
+    """The exit status of a command that runs the crawl: ``command()``'s own, or that of the
+    error that stopped it, said on stderr in one line: 2 for a configuration error, 1 for a
+    crawl that could not go on (:class:`CrawlError`, or an ``OSError`` with the path it
+    names and what to do)."""
+    try:
+        return command()
+    except ConfigError as error:
+        print(f"configuration error: {error}", file=sys.stderr)
+        return 2
+    except CrawlError as error:
+        print(f"crawl failed: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"crawl failed: {describe_os_error(error)}", file=sys.stderr)
+        return 1
+
+
+def flat_settings(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """A ``flink-conf.yaml`` as Flink's settings: nested keys joined with dots, every value a
+    string (booleans as ``true`` and ``false``)."""
     flat: dict[str, str] = {}
     for key, value in mapping.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            flat.update(_flatten(value, name + "."))
+            flat.update(flat_settings(value, name + "."))
         elif isinstance(value, bool):
             flat[name] = "true" if value else "false"
         else:
@@ -72,7 +95,7 @@ def flink_configuration(
         loaded = yaml.safe_load(flink_conf.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as error:
         raise CrawlError(f"cannot read Flink configuration {flink_conf}: {error}") from None
-    settings = _flatten(loaded)
+    settings = flat_settings(loaded)
     settings.update(
         {
             "execution.checkpointing.dir": flink_uri(layout.checkpoints),

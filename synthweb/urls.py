@@ -59,6 +59,18 @@ def canonical_url(href: str, base: str | None = None) -> str | None:
     Percent-encoding and the path's case are kept as written; dot segments are removed by the
     resolution itself (RFC 3986, section 5.2).
     """
+    resolved = _resolve_http(href, base)
+    if resolved is None:
+        return None
+    netloc, parts = resolved
+    path = parts.path or "/"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"http://{netloc}{path}{query}"
+
+
+def _resolve_http(href: str, base: str | None) -> tuple[str, urllib.parse.SplitResult] | None:
+    """``href`` resolved against ``base``: its canonical network location (lower-case host,
+    no default port) and its parts, or None if it is not a crawlable ``http://`` URL."""
     try:
         absolute = urllib.parse.urljoin(base, href) if base else href
         parts = urllib.parse.urlsplit(absolute)
@@ -68,10 +80,7 @@ def canonical_url(href: str, base: str | None = None) -> str | None:
     if parts.scheme.lower() != "http" or not parts.hostname:
         return None
     host = parts.hostname.lower()
-    netloc = host if port in (None, 80) else f"{host}:{port}"
-    path = parts.path or "/"
-    query = f"?{parts.query}" if parts.query else ""
-    return f"http://{netloc}{path}{query}"
+    return (host if port in (None, 80) else f"{host}:{port}"), parts
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -104,16 +113,10 @@ def page_identity(href: str, base: str | None = None) -> str | None:
     same percent normalisation, session-id parameters dropped and the other parameters kept in
     their order, left out when nothing remains.
     """
-    try:
-        absolute = urllib.parse.urljoin(base, href) if base else href
-        parts = urllib.parse.urlsplit(absolute)
-        port = parts.port
-    except ValueError:
+    resolved = _resolve_http(href, base)
+    if resolved is None:
         return None
-    if parts.scheme.lower() != "http" or not parts.hostname:
-        return None
-    host = parts.hostname.lower()
-    netloc = host if port in (None, 80) else f"{host}:{port}"
+    netloc, parts = resolved
     path = _remove_dot_segments(_drop_path_sessions(_normalize_percent(parts.path))) or "/"
     query = "&".join(
         param

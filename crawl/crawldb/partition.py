@@ -46,6 +46,7 @@ from crawl.loop.records import (
     Announcement,
     DoneEvent,
     IntervalHint,
+    LoopRecord,
     LoopRecordError,
     NearMark,
     Rescore,
@@ -348,8 +349,7 @@ class CrawlDbPartition:
             except LoopRecordError:
                 self.unreadable_journal_entries += 1
                 continue
-            self._append(record.found, record.done, 0, record.rescore, record.near, record.hint,
-                         record.lastmod, record.cash)
+            self._append(record, 0)
 
     # ------------------------------------------------------------------ figures
 
@@ -443,7 +443,7 @@ class CrawlDbPartition:
                 budgets.saw_outlinks(source, (target,))
             for url, _, _ in near:
                 budgets.saw_near_duplicate(url)
-        self._append(found, done, now_ms, rescore, near, hints, lastmods, cash)
+        self._append(LoopRecord(found, done, rescore, near, hints, lastmods, cash), now_ms)
         if len(self._order) >= self._buffer_ops:
             return self.flush(now_ms)
         return Answer()
@@ -520,19 +520,13 @@ class CrawlDbPartition:
 
     # ------------------------------------------------------------------ internals
 
-    def _append(
-        self,
-        found: Sequence[tuple[str, str, str]],
-        done: Sequence[tuple[str, str, int, str, int]],
-        now_ms: int,
-        rescore: Sequence[Rescore] = (),
-        near: Sequence[NearMark] = (),
-        hints: Sequence[IntervalHint] = (),
-        lastmods: Sequence[Announcement] = (),
-        cash: Sequence[float] | None = None,
-    ) -> None:
+    def _append(self, record: LoopRecord, now_ms: int) -> None:
+        """Queue a loop record's operations for the next merge (``now_ms`` 0: replayed from
+        the journal). Its ``out`` and ``level`` are not operations: :meth:`apply` reads them."""
+        found, rescore, cash = record.found, record.rescore, record.cash
         # A loop record's outcomes come before its links (a page's own outcome first).
-        done = list(done) + [(url, _NEAR, distance, of, now_ms) for url, of, distance in near]
+        done = list(record.done) + [
+            (url, _NEAR, distance, of, now_ms) for url, of, distance in record.near]
         self._done.extend(done)
         self._found.extend(found)
         self._found.extend((url, hops, via) for url, hops, via, _, _ in rescore)
@@ -549,8 +543,8 @@ class CrawlDbPartition:
             self._found_cash.append(weight * (amount if amount is not None
                                               else cash_policy.legacy(hops)))
         self._found_rescore.extend([False] * len(found) + [True] * len(rescore))
-        self._found_hint += _seconds_of(hints, found, len(rescore))
-        self._found_lastmod += _seconds_of(lastmods, found, len(rescore))
+        self._found_hint += _seconds_of(record.hint, found, len(rescore))
+        self._found_lastmod += _seconds_of(record.lastmod, found, len(rescore))
         self._order.extend([False] * len(done))
         self._order.extend([True] * count)
         self._ops_since_release += len(done) + count
