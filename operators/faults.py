@@ -33,6 +33,8 @@ class FaultInjector:
         self._marker = faults / f"fired-{stage}"
         for wanted in os.environ.get(ENVIRONMENT_VARIABLE, "").split(","):
             name, _, count = wanted.strip().partition(":")
+            if not name:
+                continue
             if name != stage:
                 if not (faults / f"fired-{name}").exists():
                     return  # an earlier stage has yet to fail

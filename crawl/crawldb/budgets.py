@@ -12,12 +12,13 @@ crawl DB, keeps its rank, and goes out as soon as its budget grows.
   its pages that proved good, as below): a link farm's thin pages are copies of each other, so
   however many domains link it, it stays at its trial. The domains of seeds have no budget
   (``seed_domains_unbudgeted``): the user chose them.
-* **Shape budget** (``admission.shape_*``): a host's URLs of one shape (digits as ``#``, the
-  query's parameter names: :func:`crawl.urls.shapes.url_shape`) get ``shape_base_urls``
-  released, plus ``shape_urls_per_good_page`` for each page of that shape that proved good: a
-  2xx answer that was neither an exact duplicate of another URL's page nor a near-duplicate.
-  So a shop's thousands of ``/item-#.html`` pages keep their shape growing while a calendar's
-  empty days, a session id's copies and a soft 404's "not found" pages stop theirs.
+* **Shape budget** (``admission.shape_*``): a host's URLs of one shape (the path with digits
+  as ``#``, or a query's parameter names alone: :func:`crawl.urls.shapes.url_shape`) get
+  ``shape_base_urls`` released, plus ``shape_urls_per_good_page`` for each page of that shape
+  that proved good: a 2xx answer that was neither an exact duplicate of another URL's page nor
+  a near-duplicate (short pages included, by their exact words). So a shop's thousands of
+  ``/item-#.html`` pages keep their shape growing while a session id's copies and a
+  calendar's empty days, copies of one another, stop theirs.
 
 The crawl DB's releases ask :meth:`Budgets.groups`, :meth:`Budgets.group_limits` and
 :meth:`Budgets.shape_limits` (the DRUM's :class:`drum.ReleaseLimits`), and tell

@@ -25,7 +25,7 @@ def test_fails_once_at_the_configured_record(
         after_restart.tick()
 
 
-@pytest.mark.parametrize("setting", ["", "fetch:3", "process:x", "process"])
+@pytest.mark.parametrize("setting", ["", ",", "fetch:3", "process:x", "process"])
 def test_inert_unless_asked_for_this_stage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str
 ) -> None:
@@ -34,6 +34,14 @@ def test_inert_unless_asked_for_this_stage(
     for _ in range(10):
         injector.tick()
     assert not (tmp_path / "faults").exists()
+
+
+def test_empty_entries_are_passed_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, ", process:2,")
+    injector = FaultInjector("process", tmp_path)
+    injector.tick()
+    with pytest.raises(InjectedFault):
+        injector.tick()
 
 
 def test_several_stages_fail_one_after_another_in_the_order_listed(
