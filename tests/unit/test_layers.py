@@ -258,3 +258,20 @@ def test_plain_packages_do_not_import_pyflink() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == ""
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in ``tests/fakes`` (or the integration tier's own helpers), not in
+    another test module."""
+    wrong = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            wrong += [f"{path.name} imports {name}" for name in names
+                      if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_")]
+    assert wrong == []

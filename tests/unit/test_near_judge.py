@@ -25,7 +25,7 @@ from crawl.processing import PageProcessor
 from crawl.progress import StageStatus
 from crawl.stages import CRAWLDB_URLS_FOUND, CRAWLDB_URLS_NEAR_DUPLICATE
 from crawl.status import Status
-from tests.unit.test_crawldb import record_of
+from tests.fakes.crawldb import record_of
 
 VNODES = 256
 T0 = 1_700_000_000_000

@@ -37,7 +37,7 @@ from drum import (
     outcomes,
     url_keys,
 )
-from tests.unit.test_crawldb import KeyedState, record_of
+from tests.fakes.crawldb import KeyedState, record_of
 
 T0 = 1_700_000_000_000
 SECTION = CrawlDbSection(buffer_ops=1000, block_records=4, max_deltas=3, max_archives=2,

@@ -24,7 +24,7 @@ from crawl.savepoint_files import (
     unpin,
 )
 from drum import DrumMissingFileError
-from tests.unit.test_crawldb import SECTION, T0, KeyedState, found
+from tests.fakes.crawldb import SECTION, T0, KeyedState, found
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import ast
 import collections
 import dataclasses
 import gzip
-import hashlib
 import http.client
 import inspect
 import json
@@ -45,6 +44,7 @@ from synthweb import (
 )
 from synthweb.robots import GARBAGE_VARIANTS
 from synthweb.urls import split_url
+from tests.fakes.synthweb import web_digest
 
 TOKEN = "pyflink-crawler"
 # Small and quick to crawl: short slow pages and crawl delays, every robots kind present.
@@ -54,30 +54,16 @@ SMALL = WebConfig(
 PACKAGE = Path(__file__).resolve().parents[2] / "synthweb"
 
 
-def _digest(web: SyntheticWeb) -> str:
-    """A fingerprint of everything the web serves and of its ground truth."""
-    sha = hashlib.sha256()
-    for host in web.host_names():
-        sha.update(web.robots_rules(host).body)
-        for page in web.pages(host):
-            sha.update(repr(page).encode())
-            sha.update(web.body(page.url))
-    expected = web.expected_crawl(web.seeds())
-    truth = [expected.fetch, sorted(expected.never), expected.robots, expected.redirects]
-    sha.update(json.dumps(truth).encode())
-    return sha.hexdigest()
-
-
 # -- determinism and configuration ----------------------------------------------------------
 
 
 def test_same_seed_gives_the_same_web() -> None:
-    assert _digest(SyntheticWeb(SMALL)) == _digest(SyntheticWeb(SMALL))
+    assert web_digest(SyntheticWeb(SMALL)) == web_digest(SyntheticWeb(SMALL))
 
 
 def test_different_seed_gives_a_different_web() -> None:
     other = dataclasses.replace(SMALL, seed=SMALL.seed + 1)
-    assert _digest(SyntheticWeb(SMALL)) != _digest(SyntheticWeb(other))
+    assert web_digest(SyntheticWeb(SMALL)) != web_digest(SyntheticWeb(other))
     home = "http://h0.synth.test/"
     assert SyntheticWeb(SMALL).page(home) != SyntheticWeb(other).page(home)
 
@@ -87,8 +73,8 @@ def test_web_is_the_same_in_another_process_with_another_hash_seed() -> None:
         [
             "import hashlib, json",
             "from synthweb import SyntheticWeb, WebConfig",
-            inspect.getsource(_digest),
-            f"print(_digest(SyntheticWeb(WebConfig.from_json({SMALL.to_json()!r}))))",
+            inspect.getsource(web_digest),
+            f"print(web_digest(SyntheticWeb(WebConfig.from_json({SMALL.to_json()!r}))))",
         ]
     )
     result = subprocess.run(
@@ -98,7 +84,7 @@ def test_web_is_the_same_in_another_process_with_another_hash_seed() -> None:
         check=True,
         env={"PYTHONHASHSEED": "12345", "PYTHONPATH": str(PACKAGE.parent)},
     )
-    assert result.stdout.strip() == _digest(SyntheticWeb(SMALL))
+    assert result.stdout.strip() == web_digest(SyntheticWeb(SMALL))
 
 
 def test_config_round_trips_through_json() -> None:

@@ -25,8 +25,7 @@ import pytest
 from synthweb import SyntheticWeb, SyntheticWebServer, WebConfig, audit_log, canonical_url
 from synthweb.domains import UrlKind
 from synthweb.urls import split_url
-from tests.unit.test_synthweb import _digest
-from tests.unit.test_synthweb_neardup import SMALL, SMALL_DIGEST
+from tests.fakes.synthweb import SMALL, SMALL_DIGEST, web_digest
 
 TOKEN = "pyflink-crawler"
 CONFIG = WebConfig(seed=3, hosts=80).with_multi_domain_profile()
@@ -73,7 +72,7 @@ def _fingerprint(web: SyntheticWeb) -> str:
 def test_off_by_default_and_the_other_layouts_unchanged() -> None:
     assert not WebConfig().multi_domain
     assert SyntheticWeb(SMALL).domains is None
-    assert _digest(SyntheticWeb(SMALL)) == SMALL_DIGEST
+    assert web_digest(SyntheticWeb(SMALL)) == SMALL_DIGEST
     with pytest.raises(ValueError, match="needs the multi-domain profile"):
         SyntheticWeb(SMALL).url_kind("http://h0.synth.test/")
 

@@ -21,7 +21,7 @@ from synthweb.graphweb import (
     locality_blocks,
     url_key,
 )
-from tests.unit.test_synthweb_bvgraph import encode
+from tests.fakes.bvgraph import encode
 
 
 class _Links(HTMLParser):

@@ -16,18 +16,14 @@ import pytest
 from crawl.content.text import advert, main_text, visible_text_of
 from synthweb import SyntheticWeb, WebConfig
 from synthweb.urls import canonical_url, host_index, split_url
-from tests.unit.test_synthweb import _digest
+from tests.fakes.synthweb import SMALL, SMALL_DIGEST, web_digest
 
-SMALL = WebConfig(seed=7, hosts=12, pages_per_host=8, crawl_delays=(0.1,))
 CONFIG = WebConfig(seed=7, hosts=30).with_near_duplicate_profile()
 WORD = re.compile(r"\w+")
 MONTHS = {
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december",
 }  # fmt: skip
-#: _digest of SyntheticWeb(SMALL) as the web was before the profile existed: with the profile
-#: off the web must stay byte for byte the same (a change elsewhere in the web changes it too).
-SMALL_DIGEST = "89b1343d9e4aeece9d53f27f91ab0f5796c118dc2615e616c4e5626f61b3f488"
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +37,12 @@ def test_off_by_default_and_the_web_unchanged() -> None:
     assert plain.near_duplicate_groups() == []
     assert plain.near_duplicate_edited_groups() == []
     assert plain.near_duplicate_decoys() == []
-    assert _digest(plain) == SMALL_DIGEST
+    assert web_digest(plain) == SMALL_DIGEST
     # Sizes alone do not turn it on.
     sized = dataclasses.replace(
         SMALL, near_duplicate_group_size=6, near_duplicate_decoys_per_group=5
     )
-    assert _digest(SyntheticWeb(sized)) == SMALL_DIGEST
+    assert web_digest(SyntheticWeb(sized)) == SMALL_DIGEST
 
 
 def test_ground_truth_shape(web: SyntheticWeb) -> None:

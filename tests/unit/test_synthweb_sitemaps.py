@@ -33,7 +33,7 @@ from synthweb import (
 from synthweb import sitemaps as sitemap_web
 from synthweb.requestlog import RequestRecord
 from synthweb.urls import split_url
-from tests.unit.test_synthweb import _digest
+from tests.fakes.synthweb import web_digest
 
 TOKEN = "pyflink-crawler"
 PACKAGE = Path(__file__).resolve().parents[2] / "synthweb"
@@ -390,7 +390,7 @@ def test_off_by_default() -> None:
     assert all(not plain.robots_sitemaps(h) for h in plain.host_names())
     assert plain.sitemap_document(f"http://{plain.host_names()[1]}/sitemap.xml") is None
     assert plain.status(f"http://{plain.host_names()[1]}/orphan/1") == 404
-    assert _digest(plain) == _digest(SyntheticWeb(SMALL))
+    assert web_digest(plain) == web_digest(SyntheticWeb(SMALL))
 
 
 def test_the_profile_changes_nothing_else() -> None:
