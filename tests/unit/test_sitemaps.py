@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import http.server
 import threading
-import time
 import tracemalloc
 import zlib
 from collections.abc import Iterator
@@ -430,12 +429,16 @@ def bomb() -> bytes:
     return _zeros_gzip(200)  # 200 MiB in about 200 KB
 
 
-def test_a_gzip_bomb_is_refused_quickly(bomb: bytes) -> None:
+def test_a_gzip_bomb_is_refused_in_little_memory(bomb: bytes) -> None:
     assert len(bomb) < 400_000
-    started = time.monotonic()
-    document = parse_sitemap(bomb, CONFIG)
-    assert time.monotonic() - started < 1.0
+    tracemalloc.start()
+    try:
+        document = parse_sitemap(bomb, CONFIG)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     assert (document.error, document.kind, document.urls) == ("sitemap:compression-ratio", "", [])
+    assert peak < 8 << 20, f"{peak} bytes: the bomb was decompressed before it was refused"
 
 
 def test_a_gzip_bomb_without_a_ratio_limit_is_cut_at_max_bytes_in_little_memory(
@@ -444,14 +447,11 @@ def test_a_gzip_bomb_without_a_ratio_limit_is_cut_at_max_bytes_in_little_memory(
     config = SitemapsSection(max_bytes=1 << 20, max_decompression_ratio=0)
     tracemalloc.start()
     try:
-        started = time.monotonic()
         document = parse_sitemap(bomb, config)
-        elapsed = time.monotonic() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert document.error == "sitemap:too-large"
-    assert elapsed < 2.0
     assert peak < 8 << 20, f"{peak} bytes: the bomb was not decompressed as a stream"
 
 
@@ -568,12 +568,10 @@ def _laughs(levels: int) -> str:
     [("urlset", "<url><loc>http://a.test/{}</loc></url>"),
      ("feed", '<entry><link href="http://a.test/{}"/></entry>')],  # attributes expand
 )
-def test_a_billion_laughs_is_stopped_at_once(root: str, entry: str) -> None:
+def test_a_billion_laughs_is_not_expanded(root: str, entry: str) -> None:
     body = (f'<?xml version="1.0"?><!DOCTYPE {root} [{_laughs(10)}]><{root}>'
             f'{entry.format("ok")}{entry.format("&lol9;")}{entry.format("after")}</{root}>')
-    started = time.monotonic()
     document = parse_sitemap(body.encode(), CONFIG)
-    assert time.monotonic() - started < 0.5
     # libxml2 (2.11 on) stops at its entity amplification limit, which ends the document;
     # the entries before the bomb are kept either way.
     assert document.urls[0] == SitemapEntry("http://a.test/ok")

@@ -331,19 +331,18 @@ def test_trickle_is_slow_and_blocks_nothing(server: SyntheticWebServer) -> None:
     length = int(reply.headers["Content-Length"])
     assert length >= HOSTILE.hostile_trickle_seconds * hostile.TRICKLE_BYTES_PER_SECOND
     started = time.monotonic()
-    assert _get(server, f"http://{TRICKLE_HOST}/fast")[0] == 200  # meanwhile, at once
+    assert _get(server, f"http://{TRICKLE_HOST}/fast")[0] == 200  # meanwhile
     assert _get(server, "http://h0.synth.test/")[0] == 200
-    assert time.monotonic() - started < 1.0
     got = b""
     while time.monotonic() - started < 1.5:
         got += reply.read1(64)
+    # Had the trickle held the other requests back, it would have been sent whole by now.
     assert 0 < len(got) < length / 4
     trickle.close()
     time.sleep(0.3)
     (record,) = _log(server, f"http://{TRICKLE_HOST}/trickle")
     assert record.aborted
     assert record.fault == "trickle"
-    assert record.duration < 5
 
 
 def test_reset_really_resets(server: SyntheticWebServer) -> None:
