@@ -100,7 +100,7 @@ class NearJudge:
             blocks=max(4, section.max_distance + 1),
             capacity=section.capacity,
             min_features=section.min_features,
-            min_exact_features=min(section.min_exact_features, section.min_features),
+            min_exact_features=section.min_exact_features,
         )
         self._rescore_weight = section.outlink_weight - 1.0
         self._vnodes = vnodes
