@@ -53,9 +53,18 @@ def from_request_log(records: list[RequestRecord]) -> dict[str, Any]:
     }
 
 
+#: What the side-by-side runs change in our crawler's configuration: Scrapy has no
+#: response-time factor.
+SETTINGS = ("politeness.response_time_factor=0",)
+
+
 def run_ours(
-    proxy: str, seeds: list[str], args: argparse.Namespace, work: Path, checkout: Path
+    proxy: str, seeds: list[str], args: argparse.Namespace, work: Path, checkout: Path,
+    settings: tuple[str, ...] = SETTINGS,
 ) -> dict[str, Any]:
+    """Crawl through ``proxy`` from ``seeds`` with our crawler of ``checkout`` (``args``: delay,
+    budget, parallelism; ``settings``: ``section.key=value`` passed with ``--set``); its
+    figures (wall and CPU time of every process, peak memory, its own summary's counts)."""
     seeds_file = work / "seeds.txt"
     seeds_file.write_text("\n".join(seeds) + "\n", encoding="utf-8")
     out = work / "out"
@@ -63,8 +72,9 @@ def run_ours(
         sys.executable, "-m", "job", "crawl", "--seeds", str(seeds_file), "--out", str(out),
         "--proxy", proxy, "--delay", str(args.delay), "--idle-seconds", "6",
         "--max-pages", str(args.budget), "--parallelism", str(args.parallelism),
-        "--set", "politeness.response_time_factor=0",
     ]
+    for setting in settings:
+        command += ["--set", setting]
     started = time.monotonic()
     # ``python -m job`` imports the packages of its working directory first; PYTHONPATH names
     # it too, so that the job's embedded Python imports that checkout's code whatever this

@@ -1,0 +1,310 @@
+"""How close a crawl comes to the politeness limit: time to a share of the reachable pages,
+ours against Scrapy, on the same synthetic web, in the same run.
+
+A polite crawler cannot fetch faster than its hosts allow. The **politeness limit** is what a
+crawler that knew every host and every page from the start would do: each host's robots.txt at
+time 0, then its reachable pages one per allowed interval (the politeness delay, or the host's
+Crawl-delay when it asks for more), every host at once. Read from the web's ground truth
+(:meth:`synthweb.SyntheticWeb.expected_crawl`), it gives the earliest time at which a crawl can
+have fetched 25, 50, 75 and 90 % of the reachable pages (responses taken as instant).
+
+Each round starts the synthetic web afresh (same seed) and crawls it with our crawler
+(``python -m job crawl``, the whole pipeline on the local MiniCluster, **its default
+configuration**: the response-time factor of the politeness rules included) and with Scrapy
+(``bench/scrapy_baseline.py``: one request per host at a time, the same delay, robots.txt
+obeyed; Scrapy ignores Crawl-delay), in alternating order. From the server's request log, for
+each crawl, with time counted from its first request (robots.txt included), the start-up of
+either crawler left out:
+
+- the time until 25/50/75/90 % of the reachable pages had been requested (a page counts at the
+  start of its first request);
+- pages/s in consecutive windows (``--window`` seconds; every page request, repeats included);
+- CPU per page: user and system time of every process of the crawler (our JVM and its embedded
+  Python; Scrapy's child process) over the whole run, start-up and the idle wait at the end
+  included, divided by its page requests.
+
+It prints a table of the times beside the limit's, the ratios the targets are stated in (ours
+over the limit at 50 and 75 %, ours over Scrapy at 50 % and in CPU per page; medians over
+rounds), and draws pages/s over time of each crawler's first round and of the limit
+(``--svg``).
+
+Usage: ``python bench/politeness_limit.py --hosts 200 --runs 2 --svg pages_per_s.svg``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+_REPOSITORY = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(_REPOSITORY))
+sys.path.insert(0, str(_REPOSITORY / "bench"))
+
+from e2e_throughput import run_ours  # noqa: E402
+from rounds import alternate, write_json  # noqa: E402
+
+from synthweb import RequestRecord, SyntheticWebServer, WebConfig  # noqa: E402
+
+TOKEN = "pyflink-crawler"
+SHARES = (0.25, 0.50, 0.75, 0.90)
+_COLOURS = {"limit": "#999999", "ours": "#1f77b4", "scrapy": "#d62728"}
+
+
+# -- the measures ------------------------------------------------------------------------------
+
+
+def limit_times(
+    pages: Iterable[str], delay: float, crawl_delays: Mapping[str, float]
+) -> list[float]:
+    """When each of ``pages`` (URLs) is fetched at the politeness limit, sorted: a host's
+    robots.txt at 0, then its pages at one per ``max(delay, its Crawl-delay)`` seconds."""
+    per_host = collections.Counter(url.split("/", 3)[2] for url in pages)
+    times = []
+    for host, count in per_host.items():
+        interval = max(delay, crawl_delays.get(host, 0.0))
+        times += [interval * i for i in range(1, count + 1)]
+    return sorted(times)
+
+
+def crawl_times(records: Iterable[RequestRecord], reachable: Iterable[str]) -> list[float]:
+    """When each reachable page was first requested, sorted, in seconds from the crawl's first
+    request."""
+    records = sorted(records, key=lambda record: record.start)
+    if not records:
+        return []
+    origin = records[0].start
+    wanted = set(reachable)
+    first: dict[str, float] = {}
+    for record in records:
+        url = f"http://{record.host}{record.path}"
+        if url in wanted and url not in first:
+            first[url] = record.start - origin
+    return sorted(first.values())
+
+
+def time_to(times: list[float], total: int, share: float) -> float | None:
+    """The time by which ``share`` of ``total`` pages were fetched (``times`` sorted), or None
+    if the crawl never got there."""
+    needed = max(1, math.ceil(share * total))
+    return times[needed - 1] if len(times) >= needed else None
+
+
+def pages_per_second(records: Iterable[RequestRecord], window: float) -> list[float]:
+    """Page requests (robots.txt aside) a second in consecutive windows of ``window`` seconds
+    from the first request."""
+    records = list(records)
+    if not records:
+        return []
+    origin = min(record.start for record in records)
+    counts: collections.Counter[int] = collections.Counter(
+        int((record.start - origin) // window) for record in records
+        if record.path != "/robots.txt"
+    )
+    if not counts:
+        return []
+    return [counts[i] / window for i in range(max(counts) + 1)]
+
+
+def limit_pages_per_second(times: list[float], window: float) -> list[float]:
+    counts = collections.Counter(int(t // window) for t in times)
+    return [counts[i] / window for i in range(max(counts) + 1)] if counts else []
+
+
+# -- one round ---------------------------------------------------------------------------------
+
+
+def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix=f"limit-{crawler}-") as folder:
+        work = Path(folder)
+        config = WebConfig(seed=args.web_seed, hosts=args.hosts)
+        with SyntheticWebServer(config, work / "requests.jsonl") as server:
+            seeds = server.web.seeds()
+            if crawler == "ours":
+                figures = run_ours(server.proxy_url, seeds, args, work, _REPOSITORY,
+                                   tuple(args.set))
+            else:
+                from scrapy_baseline import run_scrapy  # Scrapy is needed only here
+
+                result = run_scrapy(server.proxy_url, seeds, delay=args.delay,
+                                    budget=args.budget)
+                figures = {"wall_s": round(result["wall_s"], 1),
+                           "cpu_s": round(result["cpu_s"], 1)}
+            records = server.request_log()
+            expected = server.web.expected_crawl(seeds, TOKEN)
+    reachable = list(expected.fetch)
+    times = crawl_times(records, reachable)
+    pages = sum(1 for record in records if record.path != "/robots.txt")
+    figures.update({
+        "reachable": len(reachable),
+        "reachable_fetched": len(times),
+        "pages": pages,
+        "cpu_ms_per_page": round(1000 * figures["cpu_s"] / max(1, pages), 2),
+        "time_to": {f"{share:.0%}": _round(time_to(times, len(reachable), share))
+                    for share in SHARES},
+        "pages_per_s": [round(rate, 1) for rate in pages_per_second(records, args.window)],
+    })
+    return figures
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+# -- the chart ---------------------------------------------------------------------------------
+
+
+def svg_chart(curves: dict[str, list[float]], window: float, title: str) -> str:
+    """Pages/s over time, one line a curve (window by window), linear scales."""
+    width, height = 720, 420
+    left, right, top, bottom = 60, 20, 40, 50
+    plot_w, plot_h = width - left - right, height - top - bottom
+    span = window * max(len(curve) for curve in curves.values())
+    peak = max(max(curve, default=0.0) for curve in curves.values()) or 1.0
+    step = 10 ** math.floor(math.log10(peak))
+    top_value = step * math.ceil(peak / step)
+    x_step = 10 ** math.floor(math.log10(max(span, 1.0)))
+
+    def x_of(seconds: float) -> float:
+        return left + plot_w * seconds / span
+
+    def y_of(value: float) -> float:
+        return top + plot_h * (1 - value / top_value)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>',
+    ]
+    value = 0.0
+    while value <= top_value:
+        y = y_of(value)
+        parts.append(f'<line x1="{left}" y1="{y:.0f}" x2="{width - right}" y2="{y:.0f}" '
+                     'stroke="#ddd"/>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.0f}" text-anchor="end">{value:,.0f}'
+                     "</text>")
+        value += step
+    seconds = 0.0
+    while seconds <= span:
+        x = x_of(seconds)
+        parts.append(f'<line x1="{x:.0f}" y1="{top}" x2="{x:.0f}" y2="{top + plot_h}" '
+                     'stroke="#ddd"/>')
+        parts.append(f'<text x="{x:.0f}" y="{top + plot_h + 18}" text-anchor="middle">'
+                     f"{seconds:,.0f}</text>")
+        seconds += x_step
+    parts.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
+                 'stroke="black"/>')
+    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle">'
+                 "seconds from the first request</text>")
+    parts.append(f'<text transform="translate(16 {top + plot_h / 2}) rotate(-90)" '
+                 f'text-anchor="middle">pages/s ({window:g} s windows)</text>')
+    for i, (name, curve) in enumerate(curves.items()):
+        points = " ".join(f"{x_of(window * (k + 0.5)):.0f},{y_of(rate):.0f}"
+                          for k, rate in enumerate(curve))
+        dash = ' stroke-dasharray="6 4"' if name == "limit" else ""
+        colour = _COLOURS.get(name, "#2ca02c")
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} '
+                     f'points="{points}"/>')
+        y = top + 18 + 18 * i
+        parts.append(f'<line x1="{width - right - 130}" y1="{y - 4}" x2="{width - right - 105}" '
+                     f'y2="{y - 4}" stroke="{colour}" stroke-width="2"{dash}/>')
+        parts.append(f'<text x="{width - right - 98}" y="{y}">{name}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+def _seconds(value: float | None) -> str:
+    return "never" if value is None else f"{value:.1f} s"
+
+
+def _ratio(top: float | None, bottom: float | None) -> float | None:
+    return None if top is None or bottom is None or bottom <= 0 else top / bottom
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return statistics.median(known) if len(known) == len(values) and known else None
+
+
+def report(rows: dict[str, list[dict[str, Any]]], limit: dict[str, float | None]) -> dict:
+    labels = [f"{share:.0%}" for share in SHARES]
+    print("\n| | " + " | ".join(labels)
+          + " | pages/s: first window | best window | pages | CPU ms/page |")
+    print("|---|" + "---:|" * (len(labels) + 4))
+    print("| politeness limit | " + " | ".join(_seconds(limit[k]) for k in labels)
+          + " | | | | |")
+    for crawler, figures in rows.items():
+        for number, row in enumerate(figures, 1):
+            rates = row["pages_per_s"] or [0.0]
+            print(f"| {crawler} (round {number}) | "
+                  + " | ".join(_seconds(row["time_to"][k]) for k in labels)
+                  + f" | {rates[0]:.0f} | {max(rates):.0f} | {row['pages']} |"
+                  f" {row['cpu_ms_per_page']:.2f} |")
+    ratios: dict[str, Any] = {}
+    ours = rows.get("ours", [])
+    for share in ("50%", "75%"):
+        ratios[f"ours/limit at {share}"] = _median(
+            [_ratio(row["time_to"][share], limit[share]) for row in ours])
+    if "scrapy" in rows:
+        pairs = list(zip(ours, rows["scrapy"], strict=True))
+        ratios["ours/scrapy time to 50%"] = _median(
+            [_ratio(a["time_to"]["50%"], b["time_to"]["50%"]) for a, b in pairs])
+        ratios["ours/scrapy CPU per page"] = _median(
+            [_ratio(a["cpu_ms_per_page"], b["cpu_ms_per_page"]) for a, b in pairs])
+    print()
+    for name, value in ratios.items():
+        print(f"{name}: {'n/a' if value is None else f'{value:.2f}'} (median over rounds)")
+    return ratios
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=200)
+    parser.add_argument("--web-seed", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--budget", type=int, default=0, help="page budget (0: whole web)")
+    parser.add_argument("--parallelism", type=int, default=1)
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a setting of our crawler (repeatable)")
+    parser.add_argument("--window", type=float, default=5.0, help="seconds a pages/s window")
+    parser.add_argument("--no-scrapy", action="store_true", help="leave Scrapy out")
+    parser.add_argument("--svg", type=Path, help="draw pages/s over time here")
+    parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    args = parser.parse_args()
+
+    web = WebConfig(seed=args.web_seed, hosts=args.hosts)
+    with tempfile.TemporaryDirectory(prefix="limit-web-") as folder:
+        with SyntheticWebServer(web, Path(folder) / "requests.jsonl") as server:
+            expected = server.web.expected_crawl(server.web.seeds(), TOKEN)
+    reachable = list(expected.fetch)
+    at_limit = limit_times(reachable, args.delay, expected.crawl_delays)
+    limit = {f"{share:.0%}": time_to(at_limit, len(reachable), share) for share in SHARES}
+    print(f"web: {args.hosts} hosts, {len(reachable)} reachable pages, "
+          f"{len(expected.crawl_delays)} hosts with a Crawl-delay, delay {args.delay} s; "
+          f"politeness limit {limit}", flush=True)
+
+    crawlers = ["ours"] + ([] if args.no_scrapy else ["scrapy"])
+    rows = alternate(crawlers, args.runs, lambda crawler: one_round(args, crawler))
+    ratios = report(rows, limit)
+    if args.svg:
+        curves = {"limit": limit_pages_per_second(at_limit, args.window)}
+        curves.update({crawler: rows[crawler][0]["pages_per_s"] for crawler in crawlers})
+        args.svg.write_text(svg_chart(
+            curves, args.window,
+            f"pages/s, {args.hosts} hosts, {len(reachable)} pages, delay {args.delay} s"))
+    write_json(args.json, {"args": vars(args), "limit": limit, "rows": rows, "ratios": ratios})
+
+
+if __name__ == "__main__":
+    main()
