@@ -13,7 +13,7 @@ from crawl.config import load_config
 from crawl.content.near_judge import NearQuery
 from crawl.layout import OutputLayout
 from crawl.loop.records import decode_line, parse_record
-from operators.near_dup import NearDuplicateFunction, near_dup_prefix
+from operators.near_dup import NearDuplicateFunction, NearDuplicateSettings, near_dup_prefix
 from tests.fakes import KeyedHarness, Snapshot
 
 T0 = 1_700_000_000_000
@@ -21,7 +21,7 @@ FINGERPRINT = 0x0123_4567_89AB_CDEF
 
 
 def _harness(out: Path, restore: Snapshot | None = None) -> KeyedHarness:
-    function = NearDuplicateFunction(load_config(), str(out))
+    function = NearDuplicateFunction(NearDuplicateSettings.from_config(load_config()), str(out))
     return KeyedHarness(function, now_ms=T0, restore=restore).open()
 
 
@@ -37,7 +37,7 @@ def _marks(lines: list[str]) -> list[tuple]:
 
 def _notes(out: Path) -> list[str]:
     found = []
-    prefix = near_dup_prefix(load_config())
+    prefix = near_dup_prefix(load_config().warc)
     for path in sorted(OutputLayout(str(out)).warc.glob(f"{prefix}-*.warc.gz")):
         with path.open("rb") as stream:
             found += [record.rec_headers.get_header("WARC-Target-URI")
