@@ -20,12 +20,13 @@ capture. With ``scope.path_ascending`` a page that answered also brings the dire
 it (hop ``I``). With near-duplicate detection on, an archived HTML page (not a revisit) gets
 the simhash of its main text (:mod:`crawl.content.neardup`) in its metadata record, and its own
 outcome is held back: it goes, with the fingerprint and the links the page sent, as a query
-to the near-duplicate stage (:attr:`PageProcessor.near_queries`, :mod:`crawl.content.near_judge`),
-which sends it on with its verdict. In a continuous crawl (``recrawl``) a page's outcome
-carries its revisit (:class:`crawl.crawldb.recrawl.Revisit`: the recrawl state it was fetched with
-and what the fetch saw: the content digest and validators, or a 304), and a 304 Not Modified is
-archived as a ``revisit`` record with the server-not-modified profile referring to the URL's
-last capture; it has no links (they were taken from that capture).
+to the near-duplicate stage (:attr:`PageProcessor.near_queries`,
+:mod:`crawl.content.neardup_judge`), which sends it on with its verdict. In a continuous crawl
+(``recrawl``) a page's outcome carries its revisit (:class:`crawl.crawldb.recrawl.Revisit`:
+the recrawl state it was fetched with and what the fetch saw: the content digest and
+validators, or a 304), and a 304 Not Modified is archived as a ``revisit`` record with the
+server-not-modified profile referring to the URL's last capture; it has no links (they were
+taken from that capture).
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ from crawl.config import (
     WarcSection,
 )
 from crawl.content.links import LinkExtractor, ParsedLinks
-from crawl.content.near_judge import NearQuery
 from crawl.content.neardup import fingerprint as fingerprint_of
+from crawl.content.neardup_judge import NearQuery
 from crawl.content.sitemaps import (
     SitemapEntry,
     parse_sitemap,
@@ -303,7 +304,7 @@ class PageProcessor:
         # the time since its lastmod), and their lastmod (s).
         self._hints: dict[str, int] = {}
         self._lastmods: dict[str, int] = {}
-        #: Queries for the near-duplicate stage (:class:`crawl.content.near_judge.NearQuery`,
+        #: Queries for the near-duplicate stage (:class:`crawl.content.neardup_judge.NearQuery`,
         #: encoded) made by :meth:`process`; the caller takes them.
         self.near_queries: list[str] = []
         self._sent: list[FoundUrl] = []

@@ -44,7 +44,7 @@ from crawl.stages import (
 from operators.crawl_db import CrawlDbFunction, CrawlDbSettings
 from operators.fetch import FetchFunction, FetchSettings
 from operators.loop_reader import LoopListerFunction, LoopReaderFunction
-from operators.near_dup import NearDuplicateFunction, NearDuplicateSettings
+from operators.neardup import NearDuplicateFunction, NearDuplicateSettings
 from operators.process import ProcessFunction
 
 __all__ = ["LOOP_POLL_MS", "build_topology"]

@@ -15,7 +15,7 @@ from crawl.config import Config, ConnectTo, load_config
 from crawl.processing import ProcessSettings
 from operators.crawl_db import CrawlDbFunction, CrawlDbSettings
 from operators.fetch import FetchFunction, FetchSettings
-from operators.near_dup import NearDuplicateFunction, NearDuplicateSettings
+from operators.neardup import NearDuplicateFunction, NearDuplicateSettings
 from operators.process import ProcessFunction
 
 OUT = "/crawl-out"

@@ -12,7 +12,7 @@ from pyflink.datastream import OutputTag
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.config import Config, load_config
-from crawl.content.near_judge import NearQuery
+from crawl.content.neardup_judge import NearQuery
 from crawl.layout import OutputLayout
 from crawl.loop.records import decode_line, parse_record
 from crawl.model import FetchResult

@@ -1,10 +1,10 @@
 """The near-duplicate stage: one instance judges every archived page against the earlier ones.
 
-Input: :class:`crawl.content.near_judge.NearQuery` strings from the process stage's side output,
+Input: :class:`crawl.content.neardup_judge.NearQuery` strings from the process stage's side output,
 keyed by one constant key (the stage runs with parallelism 1: near-duplicates share no key). Output:
 loop lines for the crawl DB (each page's outcome, and for a near-duplicate its mark and the
-rescored links, :class:`crawl.content.near_judge.NearJudge`). It writes a WARC ``metadata`` record
-about each near-duplicate's response into WARC files of its own (prefix
+rescored links, :class:`crawl.content.neardup_judge.NearJudge`). It writes a WARC ``metadata``
+record about each near-duplicate's response into WARC files of its own (prefix
 ``<warc.prefix>-neardup``), finalising on start what a failed attempt left open.
 
 State, under the one key: ``pages``, a ListState of the pages the index holds
@@ -24,7 +24,7 @@ from pyflink.datastream.state import ListStateDescriptor
 
 from crawl.archive.warc import WarcFileWriter, recover_open_files
 from crawl.config import Config, NearDupSection, WarcSection
-from crawl.content.near_judge import NearJudge, NearQuery
+from crawl.content.neardup_judge import NearJudge, NearQuery
 from crawl.layout import OutputLayout
 from crawl.progress import StageStatus
 from crawl.stages import (
@@ -36,12 +36,12 @@ from crawl.stages import (
 from operators.context import OpenedStage
 from operators.metrics import mirror_status
 
-__all__ = ["NearDuplicateFunction", "NearDuplicateSettings", "near_dup_prefix"]
+__all__ = ["NearDuplicateFunction", "NearDuplicateSettings", "neardup_prefix"]
 
 log = logging.getLogger(__name__)
 
 
-def near_dup_prefix(warc: WarcSection) -> str:
+def neardup_prefix(warc: WarcSection) -> str:
     """The name prefix of the stage's WARC files."""
     return f"{warc.prefix}-neardup"
 
@@ -75,7 +75,7 @@ class NearDuplicateFunction(KeyedProcessFunction):
         layout = OutputLayout(self._output_dir)
         warc_dir = layout.warc
         warc_dir.mkdir(parents=True, exist_ok=True)
-        prefix = near_dup_prefix(settings.warc)
+        prefix = neardup_prefix(settings.warc)
         for recovered in recover_open_files(warc_dir, prefix, subtask.index):
             log.warning("recovered WARC file left open: %s", recovered)
         self._status = StageStatus(
