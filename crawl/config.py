@@ -576,7 +576,7 @@ class PrioritySection:
 
 @dataclasses.dataclass(frozen=True)
 class NearDupSection:
-    """Near-duplicate pages (see crawl/content/neardup.py and crawl/content/near_judge.py)."""
+    """Near-duplicate pages (see crawl/content/neardup.py and crawl/content/neardup_judge.py)."""
 
     enabled: bool = True
     #: Pages whose fingerprints are at most this many bits apart are near-duplicates.

@@ -20,16 +20,18 @@ capture. With ``scope.path_ascending`` a page that answered also brings the dire
 it (hop ``I``). With near-duplicate detection on, an archived HTML page (not a revisit) gets
 the simhash of its main text (:mod:`crawl.content.neardup`) in its metadata record, and its own
 outcome is held back: it goes, with the fingerprint and the links the page sent, as a query
-to the near-duplicate stage (:attr:`PageProcessor.near_queries`, :mod:`crawl.content.near_judge`),
-which sends it on with its verdict. In a continuous crawl (``recrawl``) a page's outcome
-carries its revisit (:class:`crawl.crawldb.recrawl.Revisit`: the recrawl state it was fetched with
-and what the fetch saw: the content digest and validators, or a 304), and a 304 Not Modified is
-archived as a ``revisit`` record with the server-not-modified profile referring to the URL's
-last capture; it has no links (they were taken from that capture).
+to the near-duplicate stage (:attr:`PageProcessor.near_queries`,
+:mod:`crawl.content.neardup_judge`), which sends it on with its verdict. In a continuous crawl
+(``recrawl``) a page's outcome carries its revisit (:class:`crawl.crawldb.recrawl.Revisit`:
+the recrawl state it was fetched with and what the fetch saw: the content digest and
+validators, or a 304), and a 304 Not Modified is archived as a ``revisit`` record with the
+server-not-modified profile referring to the URL's last capture; it has no links (they were
+taken from that capture).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -43,10 +45,18 @@ from crawl.archive.warc import (
     iso_timestamp_ms,
     sha1_digest,
 )
-from crawl.config import Config, SitemapsSection
+from crawl.config import (
+    Config,
+    ParseSection,
+    ScopeSection,
+    SitemapsSection,
+    UrlsSection,
+    UserAgentSection,
+    WarcSection,
+)
 from crawl.content.links import LinkExtractor, ParsedLinks
-from crawl.content.near_judge import NearQuery
 from crawl.content.neardup import fingerprint as fingerprint_of
+from crawl.content.neardup_judge import NearQuery
 from crawl.content.sitemaps import (
     SitemapEntry,
     parse_sitemap,
@@ -104,6 +114,7 @@ __all__ = [
     "DUPLICATE_REASON",
     "CaptureStore",
     "PageProcessor",
+    "ProcessSettings",
     "RecentUrls",
     "metadata_fields",
     "payload_key",
@@ -166,13 +177,53 @@ class RecentUrls:
         return True
 
 
+@dataclasses.dataclass(frozen=True)
+class ProcessSettings:
+    """What the process stage is configured by: the sections of the archive, the URL policy
+    and the link extraction, and the settings of other sections it applies."""
+
+    warc: WarcSection
+    user_agent: UserAgentSection
+    urls: UrlsSection
+    scope: ScopeSection
+    parse: ParseSection
+    sitemaps: SitemapsSection
+    #: ``crawl.vnodes``: where each found URL goes round the loop.
+    vnodes: int
+    #: ``crawl.recent_urls``: the size of :class:`RecentUrls`.
+    recent_urls: int
+    #: ``neardup.enabled``: whether archived pages are queried for near-duplicates.
+    near_duplicates: bool
+    #: ``recrawl.enabled``: whether outcomes carry their revisit.
+    recrawl: bool
+    #: ``neardup.min_features`` under ``recrawl.change_distance``, else 0: the fewest
+    #: features of a page whose change is judged by simhash.
+    change_features: int
+
+    @classmethod
+    def from_config(cls, config: Config) -> ProcessSettings:
+        return cls(
+            warc=config.warc,
+            user_agent=config.user_agent,
+            urls=config.urls,
+            scope=config.scope,
+            parse=config.parse,
+            sitemaps=config.sitemaps,
+            vnodes=config.crawl.vnodes,
+            recent_urls=config.crawl.recent_urls,
+            near_duplicates=config.neardup.enabled,
+            recrawl=config.recrawl.enabled,
+            change_features=config.neardup.min_features if config.recrawl.change_distance else 0,
+        )
+
+
 class PageProcessor:
     """Archives, logs and routes fetch outcomes of one subtask (not thread-safe)."""
 
     @classmethod
-    def from_config(
+    def from_settings(
         cls,
-        config: Config,
+        settings: ProcessSettings,
         warc: WarcFileWriter,
         crawl_log: CrawlLogWriter,
         status: StageStatus,
@@ -180,29 +231,30 @@ class PageProcessor:
         captures: CaptureStore | None,
         near_duplicates: bool,
     ) -> PageProcessor:
-        """The processor of a crawl's configuration: its URL policy, normaliser (one, shared
+        """The processor of the stage's settings: its URL policy, normaliser (one, shared
         with the link extractor and its cache), sitemaps, archive and recrawl settings.
         ``captures`` is used when ``warc.revisits`` is on; ``near_duplicates`` says whether the
         near-duplicate stage runs."""
-        normalizer = UrlNormalizer.from_section(config.urls)
+        normalizer = UrlNormalizer.from_section(settings.urls)
         return cls(
             warc,
             crawl_log,
-            config.crawl.vnodes,
+            settings.vnodes,
             status,
             producer_id=producer_id,
-            recent_urls=config.crawl.recent_urls,
-            policy=UrlPolicy(config.scope),
+            recent_urls=settings.recent_urls,
+            policy=UrlPolicy(settings.scope),
             normalizer=normalizer,
-            links=LinkExtractor.from_section(config.parse, config.user_agent.product, normalizer),
-            sitemaps=config.sitemaps,
-            path_ascending=config.scope.path_ascending,
-            metadata_records=config.warc.metadata_records,
-            captures=captures if config.warc.revisits else None,
-            dedup_min_bytes=config.warc.revisit_min_bytes,
-            near_duplicates=near_duplicates and config.neardup.enabled,
-            recrawl=config.recrawl.enabled,
-            change_features=config.neardup.min_features if config.recrawl.change_distance else 0,
+            links=LinkExtractor.from_section(settings.parse, settings.user_agent.product,
+                                             normalizer),
+            sitemaps=settings.sitemaps,
+            path_ascending=settings.scope.path_ascending,
+            metadata_records=settings.warc.metadata_records,
+            captures=captures if settings.warc.revisits else None,
+            dedup_min_bytes=settings.warc.revisit_min_bytes,
+            near_duplicates=near_duplicates and settings.near_duplicates,
+            recrawl=settings.recrawl,
+            change_features=settings.change_features,
         )
 
     def __init__(
@@ -252,7 +304,7 @@ class PageProcessor:
         # the time since its lastmod), and their lastmod (s).
         self._hints: dict[str, int] = {}
         self._lastmods: dict[str, int] = {}
-        #: Queries for the near-duplicate stage (:class:`crawl.content.near_judge.NearQuery`,
+        #: Queries for the near-duplicate stage (:class:`crawl.content.neardup_judge.NearQuery`,
         #: encoded) made by :meth:`process`; the caller takes them.
         self.near_queries: list[str] = []
         self._sent: list[FoundUrl] = []

@@ -231,7 +231,7 @@ PROCESS_LINKS_REJECTED = Figure(PROCESS, "links.rejected")
 #: Queries sent to the near-duplicate stage.
 PROCESS_NEARDUP_QUERIES = Figure(PROCESS, "neardup.queries")
 
-# The near-duplicate stage (operators/near_dup.py).
+# The near-duplicate stage (operators/neardup.py).
 #: Pages the stage's index holds (gauge).
 NEARDUP_PAGES = Figure(NEAR_DUPLICATES, "pages")
 #: Pages judged.

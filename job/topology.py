@@ -31,7 +31,7 @@ from pyflink.table import StreamTableEnvironment
 from crawl.config import Config
 from crawl.crawldb.partition import partition_of
 from crawl.layout import OutputLayout
-from crawl.processing import payload_key
+from crawl.processing import ProcessSettings, payload_key
 from crawl.stages import (
     CRAWL_DB,
     FETCH,
@@ -41,10 +41,10 @@ from crawl.stages import (
     NEAR_DUPLICATES,
     PROCESS,
 )
-from operators.crawl_db import CrawlDbFunction
-from operators.fetch import FetchFunction
+from operators.crawl_db import CrawlDbFunction, CrawlDbSettings
+from operators.fetch import FetchFunction, FetchSettings
 from operators.loop_reader import LoopListerFunction, LoopReaderFunction
-from operators.near_dup import NearDuplicateFunction
+from operators.neardup import NearDuplicateFunction, NearDuplicateSettings
 from operators.process import ProcessFunction
 
 __all__ = ["LOOP_POLL_MS", "build_topology"]
@@ -90,7 +90,7 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     fetch_requests = (
         records.key_by(lambda record: partition_of(record[0], partitions), key_type=Types.INT())
         .process(
-            CrawlDbFunction(output, config),
+            CrawlDbFunction(output, CrawlDbSettings.from_config(config)),
             output_type=Types.TUPLE([Types.STRING(), Types.STRING()]),
         )
         .name(CRAWL_DB.uid)
@@ -99,7 +99,10 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
 
     results = (
         fetch_requests.key_by(lambda request: request[0], key_type=Types.STRING())
-        .process(FetchFunction(config, output), output_type=Types.PICKLED_BYTE_ARRAY())
+        .process(
+            FetchFunction(FetchSettings.from_config(config), output),
+            output_type=Types.PICKLED_BYTE_ARRAY(),
+        )
         .name(FETCH.uid)
         .uid(FETCH.uid)
     )
@@ -108,7 +111,10 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     near_queries = OutputTag("near-queries", Types.STRING())
     processed = (
         results.key_by(lambda result: payload_key(result, min_bytes), key_type=Types.STRING())
-        .process(ProcessFunction(config, output, near_queries), output_type=Types.STRING())
+        .process(
+            ProcessFunction(ProcessSettings.from_config(config), output, near_queries),
+            output_type=Types.STRING(),
+        )
         .name(PROCESS.uid)
         .uid(PROCESS.uid)
     )
@@ -118,7 +124,10 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     verdicts = (
         processed.get_side_output(near_queries)
         .key_by(lambda _: 0, key_type=Types.INT())
-        .process(NearDuplicateFunction(config, output), output_type=Types.STRING())
+        .process(
+            NearDuplicateFunction(NearDuplicateSettings.from_config(config), output),
+            output_type=Types.STRING(),
+        )
         .name(NEAR_DUPLICATES.uid)
         .uid(NEAR_DUPLICATES.uid)
         .set_parallelism(1)

@@ -24,6 +24,7 @@ DRUM of that moment; the DRUM's files are immutable):
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from pyflink.common import Types
@@ -34,7 +35,14 @@ from pyflink.datastream.state import (
     ValueStateDescriptor,
 )
 
-from crawl.config import Config
+from crawl.config import (
+    AdmissionSection,
+    Config,
+    ConnectTo,
+    CrawlDbSection,
+    PrioritySection,
+    RecrawlSection,
+)
 from crawl.crawldb.budgets import Budgets, CachedStore
 from crawl.crawldb.cutoff import BudgetCutoff, frontier_size, write_waiting
 from crawl.crawldb.partition import Answer, CrawlDbPartition, partition_directory
@@ -59,7 +67,7 @@ from operators.context import OpenedStage
 from operators.faults import FaultInjector
 from operators.metrics import mirror_status
 
-__all__ = ["CrawlDbFunction"]
+__all__ = ["CrawlDbFunction", "CrawlDbSettings"]
 
 #: The budgets that defer URLs (the crawl DB's ``deferred.<reason>`` gauges).
 _DEFERRED_REASONS = ("budget:domain", "budget:shape", "budget:importance")
@@ -70,20 +78,48 @@ _GAUGES_NOW = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class CrawlDbSettings:
+    """What the crawl DB stage is configured by: its own sections, and the settings of other
+    sections it applies (the page budget, the vnodes, how hosts are routed to the fetch
+    stage)."""
+
+    crawldb: CrawlDbSection
+    admission: AdmissionSection
+    priority: PrioritySection
+    recrawl: RecrawlSection
+    #: ``crawl.vnodes``: the fetch stage's max parallelism, over which fetch keys spread.
+    vnodes: int
+    #: ``crawl.max_pages`` (0: no page budget).
+    max_pages: int
+    #: ``politeness.fetch_routing``: what one fetch key keeps together.
+    fetch_routing: str
+    #: ``fetch.connect_to`` and ``fetch.connect_timeout_seconds``: where and how long the
+    #: routing by IP address looks a host up.
+    connect_to: tuple[ConnectTo, ...]
+    dns_timeout_seconds: float
+
+    @classmethod
+    def from_config(cls, config: Config) -> CrawlDbSettings:
+        return cls(
+            crawldb=config.crawldb,
+            admission=config.admission,
+            priority=config.priority,
+            recrawl=config.recrawl,
+            vnodes=config.crawl.vnodes,
+            max_pages=config.crawl.max_pages,
+            fetch_routing=config.politeness.fetch_routing,
+            connect_to=config.fetch.connect_to_rules,
+            dns_timeout_seconds=config.fetch.connect_timeout_seconds,
+        )
+
+
 class CrawlDbFunction(KeyedProcessFunction):
     """URL-seen test and crawl DB keyed by partition (see the module docstring)."""
 
-    def __init__(self, output_dir: str, config: Config) -> None:
+    def __init__(self, output_dir: str, settings: CrawlDbSettings) -> None:
         self._output_dir = output_dir
-        self._section = config.crawldb
-        self._admission_section = config.admission
-        self._priority = config.priority
-        self._recrawl = config.recrawl
-        self._routing = config.politeness.fetch_routing
-        self._vnodes = config.crawl.vnodes
-        self._max_pages = config.crawl.max_pages
-        self._connect_to = config.fetch.connect_to_rules
-        self._dns_timeout = config.fetch.connect_timeout_seconds
+        self._settings = settings
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._stage = OpenedStage(CRAWL_DB.figures, runtime_context, self._release)
@@ -103,15 +139,16 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._fetch_keys = runtime_context.get_map_state(
             MapStateDescriptor("fetch_keys", Types.STRING(), Types.STRING())
         )
+        settings = self._settings
         resolver = (
-            AddressResolver(self._connect_to, self._dns_timeout) if self._routing == "ip"
-            else None
+            AddressResolver(settings.connect_to, settings.dns_timeout_seconds)
+            if settings.fetch_routing == "ip" else None
         )
-        self._router = FetchRouter(self._routing, self._vnodes, resolver)
+        self._router = FetchRouter(settings.fetch_routing, settings.vnodes, resolver)
         layout = OutputLayout(self._output_dir)
         self._root = str(layout.crawldb)
         self._pins = layout.pins
-        self._flush_ms = int(self._section.flush_seconds * 1000)
+        self._flush_ms = int(settings.crawldb.flush_seconds * 1000)
         self._partitions: dict[int, CrawlDbPartition] = {}
         # The earliest timer this attempt registered for each partition, until it fires.
         self._timers: dict[int, int] = {}
@@ -120,11 +157,12 @@ class CrawlDbFunction(KeyedProcessFunction):
         )
         self._cutoff = None
         self._waiting_directory = layout.status / "ranks"
-        if self._max_pages and self._priority.enabled and self._priority.budget_cutoff:
-            budget = PageBudget(layout.budget, self._max_pages)
+        max_pages, priority = settings.max_pages, settings.priority
+        if max_pages and priority.enabled and priority.budget_cutoff:
+            budget = PageBudget(layout.budget, max_pages)
             status_directory = layout.status
             self._cutoff = BudgetCutoff(
-                self._max_pages, self._priority.budget_cutoff, self._waiting_directory,
+                max_pages, priority.budget_cutoff, self._waiting_directory,
                 budget.claimed,
                 lambda: frontier_size(read_statuses(status_directory)),
             )
@@ -213,16 +251,16 @@ class CrawlDbFunction(KeyedProcessFunction):
         if partition is None:
             partition = CrawlDbPartition(
                 partition_directory(self._root, key),
-                self._section,
+                self._settings.crawldb,
                 manifest=self._manifest_state.value(),
                 journal=list(self._journal_state.get() or []),
                 history=self._history_state.value(),
                 budgets=Budgets(
                     CachedStore(_MapStateStore(self._admission_state)),
-                    self._admission_section,
+                    self._settings.admission,
                 ),
-                priority=self._priority,
-                recrawl=self._recrawl,
+                priority=self._settings.priority,
+                recrawl=self._settings.recrawl,
                 deletions_paused=lambda: deletions_paused(self._pins),
                 cutoff=self._cutoff.value if self._cutoff is not None else None,
                 publish_waiting=(

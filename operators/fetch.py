@@ -31,6 +31,7 @@ State, keyed by host:
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import time
 
@@ -38,7 +39,13 @@ from pyflink.common import Row, Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
-from crawl.config import Config
+from crawl.config import (
+    Config,
+    FetchSection,
+    PolitenessSection,
+    RobotsSection,
+    UserAgentSection,
+)
 from crawl.crawldb.recrawl import conditional_headers
 from crawl.fetch_requests import decode_batch
 from crawl.frontier.budget import PageBudget
@@ -78,7 +85,7 @@ from crawl.urls.routing import group_of_key, host_of_key
 from operators.context import OpenedStage
 from operators.metrics import fetch_latency_histogram, mirror_status
 
-__all__ = ["FetchFunction"]
+__all__ = ["FetchFunction", "FetchSettings"]
 
 log = logging.getLogger(__name__)
 
@@ -122,11 +129,37 @@ ROBOTS_ROW = Types.ROW_NAMED(
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class FetchSettings:
+    """What the fetch stage is configured by: the sections of the frontier and the HTTP
+    client, the page budget, and the size limit of sitemaps."""
+
+    politeness: PolitenessSection
+    robots: RobotsSection
+    user_agent: UserAgentSection
+    fetch: FetchSection
+    #: ``crawl.max_pages`` (0: no page budget).
+    max_pages: int
+    #: ``sitemaps.max_bytes``: a sitemap's body may be larger than a page's.
+    sitemap_max_bytes: int
+
+    @classmethod
+    def from_config(cls, config: Config) -> FetchSettings:
+        return cls(
+            politeness=config.politeness,
+            robots=config.robots,
+            user_agent=config.user_agent,
+            fetch=config.fetch,
+            max_pages=config.crawl.max_pages,
+            sitemap_max_bytes=config.sitemaps.max_bytes,
+        )
+
+
 class FetchFunction(KeyedProcessFunction):
     """Frontier + fetcher keyed by host; emits fetch outcomes (see the module docstring)."""
 
-    def __init__(self, config: Config, output_dir: str) -> None:
-        self._config = config
+    def __init__(self, settings: FetchSettings, output_dir: str) -> None:
+        self._settings = settings
         self._output_dir = output_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
@@ -138,24 +171,24 @@ class FetchFunction(KeyedProcessFunction):
         self._host = runtime_context.get_state(ValueStateDescriptor("host-v2", HOST_ROW))
         self._host_v1 = runtime_context.get_state(ValueStateDescriptor("host", HOST_ROW_V1))
         self._robots = runtime_context.get_state(ValueStateDescriptor("robots", ROBOTS_ROW))
-        config = self._config
+        settings = self._settings
         layout = OutputLayout(self._output_dir)
         self._status = StageStatus(
             layout.status, FETCH.figures, subtask.index, subtask.attempt
         )
         self._scheduler = HostScheduler(
-            config.politeness,
-            config.robots,
-            config.user_agent,
-            PageBudget(layout.budget, config.crawl.max_pages),
+            settings.politeness,
+            settings.robots,
+            settings.user_agent,
+            PageBudget(layout.budget, settings.max_pages),
         )
-        self._flights = FetchesInFlight.from_section(config.politeness)
+        self._flights = FetchesInFlight.from_section(settings.politeness)
         # robots.txt redirects are followed by the client, spaced like any requests.
         self._hop_spacing = (
-            config.politeness.delay_seconds, config.politeness.response_time_factor
+            settings.politeness.delay_seconds, settings.politeness.response_time_factor
         )
         self._io = IoLoop(f"fetch-io-{subtask.index}")
-        self._fetcher = self._io.run(HttpFetcher.create(config.fetch, config.user_agent))
+        self._fetcher = self._io.run(HttpFetcher.create(settings.fetch, settings.user_agent))
         # Queue lengths of the hosts seen by this subtask, for the figures only.
         self._queued: dict[str, int] = {}
         self._queued_total = 0
@@ -332,9 +365,9 @@ class FetchFunction(KeyedProcessFunction):
     def _max_bytes(self, order: FetchOrder) -> int | None:
         """robots.txt and sitemaps have limits of their own; pages the fetch section's."""
         if order.kind == LEASE_ROBOTS:
-            return self._config.robots.max_bytes
+            return self._settings.robots.max_bytes
         if is_sitemap_hops(order.hops):
-            return self._config.sitemaps.max_bytes
+            return self._settings.sitemap_max_bytes
         return None
 
     def _robots_record(self, host: str, fetched_ms: int) -> RobotsRecord | None:

@@ -25,10 +25,9 @@ from pyflink.datastream.state import StateTtlConfig, ValueStateDescriptor
 
 from crawl.archive.crawl_log import CrawlLogWriter
 from crawl.archive.warc import Capture, WarcFileWriter, recover_open_files
-from crawl.config import Config
 from crawl.layout import OutputLayout
 from crawl.model import FetchResult
-from crawl.processing import PageProcessor
+from crawl.processing import PageProcessor, ProcessSettings
 from crawl.progress import StageStatus
 from crawl.stages import PROCESS
 from operators.context import OpenedStage
@@ -91,9 +90,9 @@ def first_capture_descriptor(window_seconds: float) -> ValueStateDescriptor:
 class ProcessFunction(KeyedProcessFunction):
     """Archives, logs and routes fetch outcomes (see the module docstring)."""
 
-    def __init__(self, config: Config, output_dir: str, near_queries: OutputTag | None = None
-                 ) -> None:
-        self._config = config
+    def __init__(self, settings: ProcessSettings, output_dir: str,
+                 near_queries: OutputTag | None = None) -> None:
+        self._settings = settings
         self._output_dir = output_dir
         self._near_queries = near_queries
 
@@ -101,11 +100,11 @@ class ProcessFunction(KeyedProcessFunction):
         # First close what a failed attempt of this subtask left open (its WARC file).
         self._stage = OpenedStage(PROCESS.figures, runtime_context, self._release)
         subtask = self._stage.subtask
-        config = self._config
+        settings = self._settings
         layout = OutputLayout(self._output_dir)
         warc_dir = layout.warc
         warc_dir.mkdir(parents=True, exist_ok=True)
-        for recovered in recover_open_files(warc_dir, config.warc.prefix, subtask.index):
+        for recovered in recover_open_files(warc_dir, settings.warc.prefix, subtask.index):
             log.warning("recovered WARC file left open: %s", recovered)
         layout.logs.mkdir(parents=True, exist_ok=True)
         self._status = StageStatus(
@@ -113,18 +112,20 @@ class ProcessFunction(KeyedProcessFunction):
         )
         self._warc = WarcFileWriter(
             warc_dir,
-            config.warc.prefix,
+            settings.warc.prefix,
             subtask.index,
-            config.warc.max_file_bytes,
+            settings.warc.max_file_bytes,
             {
-                "operator": config.warc.operator,
-                "http-header-user-agent": config.user_agent.header,
+                "operator": settings.warc.operator,
+                "http-header-user-agent": settings.user_agent.header,
                 "isPartOf": layout.root.name,
                 "ip": _host_address(),
             },
         )
         self._captures = _StateCaptures(
-            runtime_context.get_state(first_capture_descriptor(config.warc.revisit_window_seconds))
+            runtime_context.get_state(
+                first_capture_descriptor(settings.warc.revisit_window_seconds)
+            )
         )
         # Each line goes to the file as it is written: a line still buffered when the
         # TaskManager dies would be lost for good if the restored checkpoint counts its fetch
@@ -134,8 +135,8 @@ class ProcessFunction(KeyedProcessFunction):
             background_flush=False,
         )
         self._faults = FaultInjector(PROCESS.uid, layout.root)
-        self._processor = PageProcessor.from_config(
-            config, self._warc, self._log, self._status,
+        self._processor = PageProcessor.from_settings(
+            settings, self._warc, self._log, self._status,
             producer_id=f"{subtask.index}.{uuid.uuid4().hex[:12]}",
             captures=self._captures,
             near_duplicates=self._near_queries is not None,

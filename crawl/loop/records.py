@@ -17,7 +17,7 @@ One loop line carries everything one page produced for one virtual node::
 - ``done``: a fetch outcome; ``revisit`` is the recrawl state the URL was fetched with and what
   the fetch saw (:class:`crawl.crawldb.recrawl.Revisit`, encoded; null without recrawl),
   ``spent`` the cash the fetch passed on;
-- ``rescore`` and ``near``: from the near-duplicate stage (:mod:`crawl.content.near_judge`): a
+- ``rescore`` and ``near``: from the near-duplicate stage (:mod:`crawl.content.neardup_judge`): a
   link of a near-duplicate gets ``weight`` (negative) times its ``cash`` once more, and a
   near-duplicate is marked in the crawl DB;
 - ``hint`` and ``lastmod``: a sitemap's ``changefreq`` and ``lastmod`` for found URLs;

@@ -13,7 +13,7 @@ from crawl.config import Config, load_config
 from crawl.crawldb.partition import partition_of
 from crawl.fetch_requests import decode_entries
 from crawl.loop.records import encode_line, url_vnode
-from operators.crawl_db import CrawlDbFunction
+from operators.crawl_db import CrawlDbFunction, CrawlDbSettings
 from tests.fakes import KeyedHarness, Snapshot
 
 T0 = 1_700_000_000_000
@@ -26,7 +26,8 @@ def _config(**overrides: object) -> Config:
 
 
 def _harness(config: Config, out: Path, restore: Snapshot | None = None) -> KeyedHarness:
-    return KeyedHarness(CrawlDbFunction(str(out), config), now_ms=T0, restore=restore).open()
+    return KeyedHarness(CrawlDbFunction(str(out), CrawlDbSettings.from_config(config)), now_ms=T0,
+                        restore=restore).open()
 
 
 @pytest.fixture

@@ -55,7 +55,7 @@ STAGE_SOURCES = {
     CRAWL_DB.figures: ["operators/crawl_db.py", "crawl/crawldb/partition.py"],
     FETCH.figures: ["operators/fetch.py", "crawl/frontier/scheduler.py"],
     PROCESS.figures: ["operators/process.py", "crawl/processing.py"],
-    NEAR_DUPLICATES.figures: ["operators/near_dup.py"],
+    NEAR_DUPLICATES.figures: ["operators/neardup.py"],
 }
 #: Figures every stage's StageStatus keeps itself.
 EVERY_STAGE_SOURCE = "crawl/progress.py"

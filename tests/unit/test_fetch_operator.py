@@ -18,7 +18,7 @@ from crawl.fetch_requests import QueueEntry, encode_batch
 from crawl.frontier.scheduler import HOST_ROW_FIELDS, LEASE_ROBOTS
 from crawl.hops import PREREQUISITE
 from crawl.status import Status
-from operators.fetch import FetchFunction
+from operators.fetch import FetchFunction, FetchSettings
 from synthweb import SyntheticWebServer, WebConfig
 from synthweb.robots import RobotsKind
 from tests.fakes import KeyedHarness, Snapshot
@@ -50,8 +50,8 @@ def _config(server: SyntheticWebServer) -> Config:
 
 def _harness(config: Config, out: Path, restore: Snapshot | None = None) -> KeyedHarness:
     # The clock starts at the wall clock's time: results carry wall-clock times too.
-    harness = KeyedHarness(FetchFunction(config, str(out)), now_ms=int(time.time() * 1000),
-                           restore=restore)
+    harness = KeyedHarness(FetchFunction(FetchSettings.from_config(config), str(out)),
+                           now_ms=int(time.time() * 1000), restore=restore)
     return harness.open()
 
 

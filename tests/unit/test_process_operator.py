@@ -12,11 +12,11 @@ from pyflink.datastream import OutputTag
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.config import Config, load_config
-from crawl.content.near_judge import NearQuery
+from crawl.content.neardup_judge import NearQuery
 from crawl.layout import OutputLayout
 from crawl.loop.records import decode_line, parse_record
 from crawl.model import FetchResult
-from crawl.processing import payload_key
+from crawl.processing import ProcessSettings, payload_key
 from crawl.status import Status
 from operators.process import ProcessFunction
 from tests.fakes import KeyedHarness, Snapshot
@@ -41,7 +41,7 @@ def _page(url: str, body: bytes = BODY) -> FetchResult:
 
 def _harness(out: Path, restore: Snapshot | None = None, near: OutputTag | None = None,
              ) -> KeyedHarness:
-    function = ProcessFunction(_config(), str(out), near)
+    function = ProcessFunction(ProcessSettings.from_config(_config()), str(out), near)
     return KeyedHarness(function, now_ms=T0, restore=restore).open()
 
 

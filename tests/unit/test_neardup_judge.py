@@ -16,8 +16,8 @@ from warcio.archiveiterator import ArchiveIterator
 from crawl.archive.crawl_log import CrawlLogWriter
 from crawl.archive.warc import WarcFileWriter, verify_warc_file
 from crawl.config import CrawlDbSection, NearDupSection, PrioritySection
-from crawl.content.near_judge import NearJudge, NearQuery
 from crawl.content.neardup import fingerprint_text
+from crawl.content.neardup_judge import NearJudge, NearQuery
 from crawl.crawldb.partition import FLAG_NEAR_DUPLICATE, CrawlDbPartition, partition_directory
 from crawl.loop.records import LoopRecordError, decode_line, encode_line, parse_record, url_vnode
 from crawl.model import FetchResult

@@ -1,10 +1,10 @@
 """The near-duplicate stage: one instance judges every archived page against the earlier ones.
 
-Input: :class:`crawl.content.near_judge.NearQuery` strings from the process stage's side output,
+Input: :class:`crawl.content.neardup_judge.NearQuery` strings from the process stage's side output,
 keyed by one constant key (the stage runs with parallelism 1: near-duplicates share no key). Output:
 loop lines for the crawl DB (each page's outcome, and for a near-duplicate its mark and the
-rescored links, :class:`crawl.content.near_judge.NearJudge`). It writes a WARC ``metadata`` record
-about each near-duplicate's response into WARC files of its own (prefix
+rescored links, :class:`crawl.content.neardup_judge.NearJudge`). It writes a WARC ``metadata``
+record about each near-duplicate's response into WARC files of its own (prefix
 ``<warc.prefix>-neardup``), finalising on start what a failed attempt left open.
 
 State, under the one key: ``pages``, a ListState of the pages the index holds
@@ -13,6 +13,7 @@ State, under the one key: ``pages``, a ListState of the pages the index holds
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -22,8 +23,8 @@ from pyflink.datastream import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import ListStateDescriptor
 
 from crawl.archive.warc import WarcFileWriter, recover_open_files
-from crawl.config import Config
-from crawl.content.near_judge import NearJudge, NearQuery
+from crawl.config import Config, NearDupSection, WarcSection
+from crawl.content.neardup_judge import NearJudge, NearQuery
 from crawl.layout import OutputLayout
 from crawl.progress import StageStatus
 from crawl.stages import (
@@ -35,39 +36,54 @@ from crawl.stages import (
 from operators.context import OpenedStage
 from operators.metrics import mirror_status
 
-__all__ = ["NearDuplicateFunction", "near_dup_prefix"]
+__all__ = ["NearDuplicateFunction", "NearDuplicateSettings", "neardup_prefix"]
 
 log = logging.getLogger(__name__)
 
 
-def near_dup_prefix(config: Config) -> str:
+def neardup_prefix(warc: WarcSection) -> str:
     """The name prefix of the stage's WARC files."""
-    return f"{config.warc.prefix}-neardup"
+    return f"{warc.prefix}-neardup"
+
+
+@dataclasses.dataclass(frozen=True)
+class NearDuplicateSettings:
+    """What the near-duplicate stage is configured by: its section, the WARC files' settings
+    and the vnodes."""
+
+    neardup: NearDupSection
+    warc: WarcSection
+    #: ``crawl.vnodes``: where each page's outcome goes round the loop.
+    vnodes: int
+
+    @classmethod
+    def from_config(cls, config: Config) -> NearDuplicateSettings:
+        return cls(neardup=config.neardup, warc=config.warc, vnodes=config.crawl.vnodes)
 
 
 class NearDuplicateFunction(KeyedProcessFunction):
     """Judges pages and tells the crawl DB (see the module docstring)."""
 
-    def __init__(self, config: Config, output_dir: str) -> None:
-        self._config = config
+    def __init__(self, settings: NearDuplicateSettings, output_dir: str) -> None:
+        self._settings = settings
         self._output_dir = output_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._stage = OpenedStage(NEAR_DUPLICATES.figures, runtime_context, self._release)
         subtask = self._stage.subtask
-        config = self._config
+        settings = self._settings
         layout = OutputLayout(self._output_dir)
         warc_dir = layout.warc
         warc_dir.mkdir(parents=True, exist_ok=True)
-        prefix = near_dup_prefix(config)
+        prefix = neardup_prefix(settings.warc)
         for recovered in recover_open_files(warc_dir, prefix, subtask.index):
             log.warning("recovered WARC file left open: %s", recovered)
         self._status = StageStatus(
             layout.status, NEAR_DUPLICATES.figures, subtask.index, subtask.attempt
         )
         self._warc = WarcFileWriter(
-            warc_dir, prefix, subtask.index, config.warc.max_file_bytes,
-            {"operator": config.warc.operator,
+            warc_dir, prefix, subtask.index, settings.warc.max_file_bytes,
+            {"operator": settings.warc.operator,
              "description": "near-duplicate verdicts about responses of the crawl"},
         )
         self._pages = runtime_context.get_list_state(
@@ -94,7 +110,7 @@ class NearDuplicateFunction(KeyedProcessFunction):
         if judge is None:
             # The state is keyed: it can be read only with a key, i.e. here.
             judge = self._judge = NearJudge(
-                self._config.neardup, self._config.crawl.vnodes, self._producer_id
+                self._settings.neardup, self._settings.vnodes, self._producer_id
             )
             self._status.count("state.unreadable", judge.restore(self._pages.get() or []))
         try:

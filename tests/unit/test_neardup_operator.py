@@ -1,4 +1,4 @@
-"""The near-duplicate stage's handlers (operators/near_dup.py) over the Flink fakes: every page
+"""The near-duplicate stage's handlers (operators/neardup.py) over the Flink fakes: every page
 told to the crawl DB, a near-duplicate marked with a WARC note, the index rebuilt from keyed
 state after a restore, unreadable queries skipped, and the state layout a savepoint restores."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.config import load_config
-from crawl.content.near_judge import NearQuery
+from crawl.content.neardup_judge import NearQuery
 from crawl.layout import OutputLayout
 from crawl.loop.records import decode_line, parse_record
-from operators.near_dup import NearDuplicateFunction, near_dup_prefix
+from operators.neardup import NearDuplicateFunction, NearDuplicateSettings, neardup_prefix
 from tests.fakes import KeyedHarness, Snapshot
 
 T0 = 1_700_000_000_000
@@ -21,7 +21,7 @@ FINGERPRINT = 0x0123_4567_89AB_CDEF
 
 
 def _harness(out: Path, restore: Snapshot | None = None) -> KeyedHarness:
-    function = NearDuplicateFunction(load_config(), str(out))
+    function = NearDuplicateFunction(NearDuplicateSettings.from_config(load_config()), str(out))
     return KeyedHarness(function, now_ms=T0, restore=restore).open()
 
 
@@ -37,7 +37,7 @@ def _marks(lines: list[str]) -> list[tuple]:
 
 def _notes(out: Path) -> list[str]:
     found = []
-    prefix = near_dup_prefix(load_config())
+    prefix = neardup_prefix(load_config().warc)
     for path in sorted(OutputLayout(str(out)).warc.glob(f"{prefix}-*.warc.gz")):
         with path.open("rb") as stream:
             found += [record.rec_headers.get_header("WARC-Target-URI")
