@@ -90,7 +90,7 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     fetch_requests = (
         records.key_by(lambda record: partition_of(record[0], partitions), key_type=Types.INT())
         .process(
-            CrawlDbFunction(output, CrawlDbSettings.from_config(config)),
+            CrawlDbFunction(CrawlDbSettings.from_config(config), output),
             output_type=Types.TUPLE([Types.STRING(), Types.STRING()]),
         )
         .name(CRAWL_DB.uid)

@@ -117,9 +117,9 @@ class CrawlDbSettings:
 class CrawlDbFunction(KeyedProcessFunction):
     """URL-seen test and crawl DB keyed by partition (see the module docstring)."""
 
-    def __init__(self, output_dir: str, settings: CrawlDbSettings) -> None:
-        self._output_dir = output_dir
+    def __init__(self, settings: CrawlDbSettings, output_dir: str) -> None:
         self._settings = settings
+        self._output_dir = output_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._stage = OpenedStage(CRAWL_DB.figures, runtime_context, self._release)

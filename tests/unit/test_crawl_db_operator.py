@@ -26,7 +26,7 @@ def _config(**overrides: object) -> Config:
 
 
 def _harness(config: Config, out: Path, restore: Snapshot | None = None) -> KeyedHarness:
-    return KeyedHarness(CrawlDbFunction(str(out), CrawlDbSettings.from_config(config)), now_ms=T0,
+    return KeyedHarness(CrawlDbFunction(CrawlDbSettings.from_config(config), str(out)), now_ms=T0,
                         restore=restore).open()
 
 

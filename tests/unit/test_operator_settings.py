@@ -23,7 +23,7 @@ OUT = "/crawl-out"
 
 def _crawl_db(config: Config) -> tuple[Any, Any]:
     settings = CrawlDbSettings.from_config(config)
-    return CrawlDbFunction(OUT, settings), settings
+    return CrawlDbFunction(settings, OUT), settings
 
 
 def _fetch(config: Config) -> tuple[Any, Any]:
