@@ -56,19 +56,19 @@ from crawl.stages import (
     PROCESS_WARC_NOT_MODIFIED,
     PROCESS_WARC_REVISITS,
 )
-from job.failures import FailureWatch, describe_failure
+from job.failures import FailureWatch, describe_failure, first_line
 from job.native_allocator import AllocatorError, preload_allocator
 from job.preparation import (
     DEFAULT_FLINK_CONF,
-    JOB_NAME,
     MIN_IDLE_SECONDS,
     CrawlError,
     flink_configuration,
     migrate_loop_source,
     path_for_embedded_python,
     prepare_output,
+    pyflink_home,
 )
-from job.status import JOB_FILE, RestClient, StatusError
+from job.status import ENDED_STATES, JOB_FILE, JOB_NAME, RestClient, StatusError
 
 __all__ = [
     "UNKNOWN_STATE", "JobStateReader", "bind_settings", "keep_savepoint_files",
@@ -86,7 +86,6 @@ _FAILURE_CHECK_SECONDS = 2.0
 
 #: The state of a job that could not be asked (neither running nor ended, as far as known).
 UNKNOWN_STATE = "UNKNOWN"
-_ENDED_STATES = ("FAILED", "CANCELED", "FINISHED")
 
 
 class JobStateReader:
@@ -141,7 +140,7 @@ class JobStateReader:
             except Exception as error:  # noqa: BLE001 - asked again, reported, never an end
                 self._failed += 1
                 if self._failed == 1:
-                    self._say(f"asking the job's state failed ({_first_line(error)}); "
+                    self._say(f"asking the job's state failed ({first_line(error)}); "
                               "asking again")
                 if attempt < self._attempts:
                     self._sleep(self._pause)
@@ -149,7 +148,7 @@ class JobStateReader:
                 if self._ended():
                     return "FINISHED"
                 self._say(f"the job's state is unknown after {self._failed} failed requests "
-                          f"({_first_line(error)}); asking again at the next poll")
+                          f"({first_line(error)}); asking again at the next poll")
                 return UNKNOWN_STATE
             if self._failed:
                 self._say(f"the job's state answered again after {self._failed} failed "
@@ -210,16 +209,10 @@ def bind_settings(address: str) -> dict[str, str]:
     return settings
 
 
-def _pyflink_home() -> Path:
-    import pyflink
-
-    return Path(pyflink.__file__).parent
-
-
 def _lib_with_reporters(directory: Path) -> Path:
     """A directory of links to the jars of the package's lib/ and of its metric reporter
     plugins (pyflink/plugins/metrics-*), for the local JVM's class path."""
-    home = _pyflink_home()
+    home = pyflink_home()
     directory.mkdir(parents=True, exist_ok=True)
     jars = [*(home / "lib").glob("*.jar"), *(home / "plugins").glob("metrics-*/*.jar")]
     for jar in jars:
@@ -231,7 +224,7 @@ def _lib_with_reporters(directory: Path) -> Path:
 
 def _write_flink_conf_dir(settings: dict[str, str], layout: OutputLayout) -> None:
     """A Flink configuration directory for the local JVM (config.yaml and log4j files)."""
-    pyflink_conf = _pyflink_home() / "conf"
+    pyflink_conf = pyflink_home() / "conf"
     layout.flink_conf.mkdir(parents=True, exist_ok=True)
     for name in ("log4j.properties", "log4j-console.properties", "log4j-cli.properties"):
         source = pyflink_conf / name
@@ -331,15 +324,9 @@ def _stop_with_savepoint(
         except Exception as error:  # noqa: BLE001 - retried, then reported
             if attempt == STOP_ATTEMPTS:
                 raise CrawlError(f"could not stop the job with a savepoint: {error}") from error
-            print(f"stopping failed ({_first_line(error)}); retrying", file=out, flush=True)
+            print(f"stopping failed ({first_line(error)}); retrying", file=out, flush=True)
             _wait_until_running(client, layout, job_state)
     raise AssertionError("unreachable")
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error)
-    causes = re.findall(r"(?:Exception|Error): ([^\n]+)", text)
-    return (causes[-1] if causes else text.splitlines()[0] if text else type(error).__name__)[:300]
 
 
 def _wait_until_running(
@@ -351,7 +338,7 @@ def _wait_until_running(
         if state == "RUNNING":
             time.sleep(2.0)  # let the restarted tasks open before stopping them again
             return
-        if state in _ENDED_STATES:
+        if state in ENDED_STATES:
             _raise_job_failure(client, state, layout)
             return
         time.sleep(_POLL_SECONDS)
@@ -535,7 +522,7 @@ def local_run_environment(
         # the JVM gets a lib directory of the package's jars plus the reporters'.
         # (PyFlink replaces FLINK_LIB_DIR with its own unless FLINK_HOME is set.)
         if "FLINK_HOME" not in environ:
-            environment["FLINK_HOME"] = str(_pyflink_home())
+            environment["FLINK_HOME"] = str(pyflink_home())
         environment["FLINK_LIB_DIR"] = str(_lib_with_reporters(layout.flink_conf / "lib"))
     return environment
 
@@ -590,7 +577,7 @@ def _watch(
             for number, cause in failures.new():
                 print(f"task failure {number}: {cause.line()}; Flink restarts the job "
                       "from its last checkpoint", file=out, flush=True)
-        if state in _ENDED_STATES:
+        if state in ENDED_STATES:
             _raise_job_failure(client, state, layout, failures)
             return f"job {state.lower()}", ""
         if state == UNKNOWN_STATE:
@@ -638,7 +625,7 @@ def _wait_for_end(
         cause = failures.last if failures is not None and failures.last else None
         if cause is None:
             cause = describe_failure(str(error))
-        described = cause.line() if cause.error != "unknown failure" else _first_line(error)
+        described = cause.line() if cause.error != "unknown failure" else first_line(error)
         raise CrawlError(
             f"the Flink job failed: {described}. Its last checkpoint is kept: once the cause "
             f"is dealt with, run the same command with --resume to go on from it (details "
