@@ -13,7 +13,7 @@ from crawl.config import Config, CrawlDbSection
 from crawl.crawldb.partition import minimum_file_grace_seconds, parse_flink_duration
 from crawl.layout import OutputLayout
 from crawl.loop.reader import read_migrated
-from job.launcher import bind_settings, local_run_environment
+from job.local_settings import bind_settings, local_run_environment
 from job.preparation import (
     DEFAULT_FLINK_CONF,
     CrawlError,
@@ -88,7 +88,7 @@ def test_a_local_run_starts_no_loopback_worker_pool(tmp_path: Path) -> None:
 def test_a_local_run_with_a_reporter_gets_the_reporters_jars_on_its_class_path(
     tmp_path,
 ) -> None:
-    from job.launcher import _lib_with_reporters
+    from job.local_settings import _lib_with_reporters
 
     lib = _lib_with_reporters(tmp_path / "lib")
     names = {path.name for path in lib.iterdir()}
