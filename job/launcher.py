@@ -227,4 +227,3 @@ def _submit(
     env.set_max_parallelism(config.crawl.vnodes)
     build_topology(env, config, layout)
     return env.execute_async(JOB_NAME)
-
