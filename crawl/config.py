@@ -350,7 +350,7 @@ class CrawlSection:
     #: Write ``report.html`` (:mod:`crawl.report`) when a local crawl ends.
     report: bool = True
     #: The address every endpoint of a local run's Flink binds to (REST API, blob server, RPC,
-    #: data port): this machine only, unless opened deliberately (``job.launcher``).
+    #: data port): this machine only, unless opened deliberately (``job.local_settings``).
     flink_bind_address: str = "127.0.0.1"
 
     def _validate(self) -> None:

@@ -40,6 +40,7 @@ from job.preparation import (
     flink_configuration,
     migrate_loop_source,
     prepare_output,
+    pyflink_home,
 )
 
 __all__ = [
@@ -196,6 +197,4 @@ def flink_home() -> Path:
     """``FLINK_HOME`` if set, else the Flink distribution inside the installed pyflink."""
     if os.environ.get("FLINK_HOME"):
         return Path(os.environ["FLINK_HOME"])
-    import pyflink
-
-    return Path(pyflink.__file__).resolve().parent
+    return pyflink_home()

@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "FailureCause", "FailureWatch", "describe_failure", "describe_os_error", "failures_since",
+    "first_line",
 ]
 
 # A Python OSError as Python prints it: "[Errno 28] No space left on device: '/out/warc/x'".
@@ -127,6 +128,15 @@ def _hint(code: int | None, message: str) -> str:
     if code in _UNWRITABLE or any(words in message for words in _UNWRITABLE_WORDS):
         return _HINT_UNWRITABLE
     return ""
+
+
+def first_line(error: BaseException) -> str:
+    """An error in one line: the message of the last exception its text names (a Py4J error
+    carries a whole Java trace, whose last is the innermost cause), else its first line."""
+    text = str(error)
+    causes = re.findall(r"(?:Exception|Error): ([^\n]+)", text)
+    line = causes[-1] if causes else text.splitlines()[0] if text else type(error).__name__
+    return line[:_LIMIT]
 
 
 def _clip(text: str) -> str:

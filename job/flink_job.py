@@ -46,7 +46,7 @@ def _submit(args: argparse.Namespace) -> int:
     from crawl.config import load_config
     from job.cli import _flink_conf, _overrides, _read_seeds
     from job.cluster import prepare_job
-    from job.preparation import JOB_NAME
+    from job.status import JOB_NAME
     from job.topology import build_topology
 
     config = load_config(args.config, _overrides(args, {}))

@@ -32,15 +32,15 @@ from crawl.savepoint_files import KeptFilesError, put_back
 from crawl.urls.normalize import UrlNormalizer, normalization_settings
 from crawl.urls.scope import UrlPolicy
 from job.failures import describe_os_error
+from job.status import JOB_NAME
 
 __all__ = [
-    "DEFAULT_FLINK_CONF", "FIXED_BEFORE_RECORDED", "JOB_NAME", "MIN_IDLE_SECONDS",
+    "DEFAULT_FLINK_CONF", "FIXED_BEFORE_RECORDED", "MIN_IDLE_SECONDS",
     "PROJECT_ROOT", "CrawlError", "exit_status", "fixed_settings", "flat_settings",
     "flink_configuration", "migrate_loop_source", "path_for_embedded_python", "prepare_output",
-    "put_back_kept_files",
+    "put_back_kept_files", "pyflink_home",
 ]
 
-JOB_NAME = "pyflink-crawler"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FLINK_CONF = PROJECT_ROOT / "flink-conf.yaml"
 #: The loop needs a few checkpoint intervals to go round; idle_seconds must exceed this.
@@ -229,3 +229,11 @@ def path_for_embedded_python(path: str, executable: str = sys.executable) -> str
     directory = os.path.dirname(executable)
     parts = [part for part in path.split(os.pathsep) if part and part != directory]
     return os.pathsep.join([directory, *parts])
+
+
+def pyflink_home() -> Path:
+    """The Flink distribution inside the installed pyflink package (its ``lib/``, ``conf/``
+    and ``plugins/``)."""
+    import pyflink
+
+    return Path(pyflink.__file__).resolve().parent

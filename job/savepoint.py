@@ -22,7 +22,7 @@ from typing import TextIO
 
 from crawl.layout import OutputLayout
 from crawl.savepoint_files import KeptFiles, KeptFilesError, keep_files, pin, unpin
-from job.status import RestClient, StatusError, find_job
+from job.status import JOB_FILE, RestClient, StatusError, find_job
 from job.stopper import StopError, await_savepoint
 
 __all__ = ["SavepointError", "run_savepoint", "take_savepoint"]
@@ -73,9 +73,9 @@ def take_savepoint(
 def _local_job(layout: OutputLayout) -> tuple[str, str]:
     """The REST address and job id of the crawl running in ``layout`` (``out/job.json``)."""
     try:
-        record = json.loads((layout.root / "job.json").read_text(encoding="utf-8"))
+        record = json.loads((layout.root / JOB_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise SavepointError(f"no crawl is running in {layout.root} (no job.json): for a "
+        raise SavepointError(f"no crawl is running in {layout.root} (no {JOB_FILE}): for a "
                              "crawl on a cluster pass --rest") from None
     if record.get("finished") or not record.get("rest"):
         raise SavepointError(f"the crawl in {layout.root} is not running")

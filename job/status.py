@@ -56,6 +56,9 @@ from crawl.stages import (
 from crawl.status import Status
 
 __all__ = [
+    "ENDED_STATES",
+    "JOB_FILE",
+    "JOB_NAME",
     "CrawlView",
     "JobStatus",
     "RestClient",
@@ -67,8 +70,12 @@ __all__ = [
     "run_status",
 ]
 
+#: The name of the crawl's Flink job.
 JOB_NAME = "pyflink-crawler"
+#: A local run's record of its job in the output directory (its id, REST address, end).
 JOB_FILE = "job.json"
+#: The states of a Flink job that has ended.
+ENDED_STATES = ("FAILED", "CANCELED", "FINISHED")
 #: The metric group of the crawler's figures (operators.metrics.GROUP).
 METRIC_GROUP = "crawler"
 _IDS_PER_REQUEST = 40

@@ -42,6 +42,7 @@ from crawl.stages import (
     PROCESS_PAGES,
 )
 from job.status import (
+    ENDED_STATES,
     CrawlView,
     RestClient,
     StatusError,
@@ -172,16 +173,13 @@ def await_savepoint(
     return "", str(cause.get("stack-trace") or cause.get("class") or operation)
 
 
-_ENDED = ("FINISHED", "CANCELED", "FAILED")
-
-
 def _wait_for_end(rest: RestClient, job_id: str, sleep: Callable[[float], None]) -> None:
-    _wait_for(rest, job_id, _ENDED, sleep)
+    _wait_for(rest, job_id, ENDED_STATES, sleep)
 
 
 def _wait_for_running(rest: RestClient, job_id: str, sleep: Callable[[float], None]) -> None:
-    state = _wait_for(rest, job_id, ("RUNNING", *_ENDED), sleep)
-    if state in _ENDED:
+    state = _wait_for(rest, job_id, ("RUNNING", *ENDED_STATES), sleep)
+    if state in ENDED_STATES:
         raise StopError(f"job {job_id} ended ({state}) while stopping")
 
 

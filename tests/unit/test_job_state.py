@@ -1,4 +1,4 @@
-"""The launcher's view of its job's state (job.launcher.JobStateReader), asked of a REST API on
+"""The launcher's view of its job's state (job.job_state.JobStateReader), asked of a REST API on
 loopback that fails now and then: a failed request is asked again and reported, and never taken
 for the end of the job."""
 
@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from job.launcher import UNKNOWN_STATE, JobStateReader
+from job.job_state import UNKNOWN_STATE, JobStateReader
 from job.status import RestClient
 
 JOB = "a" * 32

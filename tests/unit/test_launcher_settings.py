@@ -11,9 +11,9 @@ import pytest
 
 from crawl.config import Config, CrawlDbSection
 from crawl.crawldb.partition import minimum_file_grace_seconds, parse_flink_duration
-from crawl.layout import OutputLayout
+from crawl.layout import OutputLayout, flink_uri
 from crawl.loop.reader import read_migrated
-from job.launcher import bind_settings, local_run_environment
+from job.local_settings import bind_settings, local_run_environment, local_run_settings
 from job.preparation import (
     DEFAULT_FLINK_CONF,
     CrawlError,
@@ -88,7 +88,7 @@ def test_a_local_run_starts_no_loopback_worker_pool(tmp_path: Path) -> None:
 def test_a_local_run_with_a_reporter_gets_the_reporters_jars_on_its_class_path(
     tmp_path,
 ) -> None:
-    from job.launcher import _lib_with_reporters
+    from job.local_settings import _lib_with_reporters
 
     lib = _lib_with_reporters(tmp_path / "lib")
     names = {path.name for path in lib.iterdir()}
@@ -142,3 +142,22 @@ def test_every_interface_is_bound_but_never_given_as_an_address() -> None:
         "taskmanager.bind-host": "0.0.0.0",
     }
     assert bind_settings("192.0.2.7")["rest.address"] == "192.0.2.7"
+
+
+def test_a_key_of_flink_conf_wins_over_the_bind_address_and_a_resume_names_its_savepoint(
+    tmp_path: Path,
+) -> None:
+    flink_conf = tmp_path / "flink-conf.yaml"
+    flink_conf.write_text(DEFAULT_FLINK_CONF.read_text(encoding="utf-8")
+                          + "\nrest.bind-address: 0.0.0.0\n", encoding="utf-8")
+    layout = OutputLayout(tmp_path / "out")
+    fresh = local_run_settings(Config(), layout, flink_conf, None, {"ignored": "true"})
+    assert fresh["rest.bind-address"] == "0.0.0.0"
+    assert fresh["taskmanager.bind-host"] == "127.0.0.1"
+    assert "execution.state-recovery.path" not in fresh
+    assert "ignored" not in fresh
+    savepoint = tmp_path / "savepoint-1"
+    resumed = local_run_settings(Config(), layout, flink_conf, savepoint,
+                                 {"execution.state-recovery.ignore-unclaimed-state": "true"})
+    assert resumed["execution.state-recovery.path"] == flink_uri(savepoint)
+    assert resumed["execution.state-recovery.ignore-unclaimed-state"] == "true"
