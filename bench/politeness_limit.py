@@ -6,7 +6,10 @@ crawler that knew every host and every page from the start would do: each host's
 time 0, then its reachable pages one per allowed interval (the politeness delay, or the host's
 Crawl-delay when it asks for more), every host at once. Read from the web's ground truth
 (:meth:`synthweb.SyntheticWeb.expected_crawl`), it gives the earliest time at which a crawl can
-have fetched 25, 50, 75 and 90 % of the reachable pages (responses taken as instant).
+have fetched 25, 50, 75 and 90 % of the reachable pages (responses taken as instant). A second
+reference takes discovery into account: a URL is known only once a page linking to it was
+fetched, with no time lost in between (:func:`discovery_times`); where it equals the first, the
+web's link structure costs nothing and what separates a crawler from the limit is its own.
 
 Each round starts the synthetic web afresh (same seed) and crawls it with our crawler
 (``python -m job crawl``, the whole pipeline on the local MiniCluster, **its default
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import heapq
 import math
 import statistics
 import sys
@@ -70,6 +74,56 @@ def limit_times(
     for host, count in per_host.items():
         interval = max(delay, crawl_delays.get(host, 0.0))
         times += [interval * i for i in range(1, count + 1)]
+    return sorted(times)
+
+
+def discovery_times(
+    web: Any, seeds: Iterable[str], pages: Iterable[str], delay: float,
+    crawl_delays: Mapping[str, float],
+) -> list[float]:
+    """When each of ``pages`` is fetched, sorted, by a crawler that knows a URL only once a page
+    linking to it (or redirecting to it) was fetched, and is otherwise at the politeness limit:
+    no time lost between a fetch and what it finds, a host's robots.txt when its first URL is
+    found, then a page of the host every allowed interval, in the order found."""
+    wanted = set(pages)
+    queues: dict[str, collections.deque[tuple[float, str]]] = collections.defaultdict(
+        collections.deque)
+    next_allowed: dict[str, float] = {}
+    waking: list[tuple[float, str]] = []
+    idle: set[str] = set()
+    seen: set[str] = set()
+
+    def found(url: str, at: float) -> None:
+        if url not in wanted or url in seen:
+            return
+        seen.add(url)
+        host = url.split("/", 3)[2]
+        if host not in next_allowed:  # its robots.txt, now
+            next_allowed[host] = at + max(delay, crawl_delays.get(host, 0.0))
+            idle.add(host)
+        queues[host].append((at, url))
+        if host in idle:
+            idle.discard(host)
+            heapq.heappush(waking, (max(at, next_allowed[host]), host))
+
+    for seed in seeds:
+        found(seed, 0.0)
+    times = []
+    while waking:
+        now, host = heapq.heappop(waking)
+        known_at, url = queues[host].popleft()
+        times.append(now)
+        page = web.page(url)
+        if page is not None:
+            for link in page.links:
+                found(link.url, now)
+            if page.redirect_to:
+                found(page.redirect_to, now)
+        next_allowed[host] = now + max(delay, crawl_delays.get(host, 0.0))
+        if queues[host]:
+            heapq.heappush(waking, (max(next_allowed[host], queues[host][0][0]), host))
+        else:
+            idle.add(host)
     return sorted(times)
 
 
@@ -236,13 +290,16 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(known) if len(known) == len(values) and known else None
 
 
-def report(rows: dict[str, list[dict[str, Any]]], limit: dict[str, float | None]) -> dict:
+def report(rows: dict[str, list[dict[str, Any]]], limit: dict[str, float | None],
+           discovery: dict[str, float | None]) -> dict:
     labels = [f"{share:.0%}" for share in SHARES]
     print("\n| | " + " | ".join(labels)
           + " | pages/s: first window | best window | pages | CPU ms/page |")
     print("|---|" + "---:|" * (len(labels) + 4))
     print("| politeness limit | " + " | ".join(_seconds(limit[k]) for k in labels)
           + " | | | | |")
+    print("| the limit, URLs known only once found | "
+          + " | ".join(_seconds(discovery[k]) for k in labels) + " | | | | |")
     for crawler, figures in rows.items():
         for number, row in enumerate(figures, 1):
             rates = row["pages_per_s"] or [0.0]
@@ -287,23 +344,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="limit-web-") as folder:
         with SyntheticWebServer(web, Path(folder) / "requests.jsonl") as server:
             expected = server.web.expected_crawl(server.web.seeds(), TOKEN)
-    reachable = list(expected.fetch)
+            seeds = server.web.seeds()
+            reachable = list(expected.fetch)
+            found_limit = discovery_times(server.web, seeds, reachable, args.delay,
+                                          expected.crawl_delays)
     at_limit = limit_times(reachable, args.delay, expected.crawl_delays)
     limit = {f"{share:.0%}": time_to(at_limit, len(reachable), share) for share in SHARES}
+    discovery = {f"{share:.0%}": time_to(found_limit, len(reachable), share) for share in SHARES}
     print(f"web: {args.hosts} hosts, {len(reachable)} reachable pages, "
           f"{len(expected.crawl_delays)} hosts with a Crawl-delay, delay {args.delay} s; "
-          f"politeness limit {limit}", flush=True)
+          f"politeness limit {limit}; with discovery {discovery}", flush=True)
 
     crawlers = ["ours"] + ([] if args.no_scrapy else ["scrapy"])
     rows = alternate(crawlers, args.runs, lambda crawler: one_round(args, crawler))
-    ratios = report(rows, limit)
+    ratios = report(rows, limit, discovery)
     if args.svg:
         curves = {"limit": limit_pages_per_second(at_limit, args.window)}
         curves.update({crawler: rows[crawler][0]["pages_per_s"] for crawler in crawlers})
         args.svg.write_text(svg_chart(
             curves, args.window,
             f"pages/s, {args.hosts} hosts, {len(reachable)} pages, delay {args.delay} s"))
-    write_json(args.json, {"args": vars(args), "limit": limit, "rows": rows, "ratios": ratios})
+    write_json(args.json, {"args": vars(args), "limit": limit, "discovery_limit": discovery,
+                           "rows": rows, "ratios": ratios})
 
 
 if __name__ == "__main__":
