@@ -63,6 +63,9 @@ import numpy as np
 
 _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
+sys.path.insert(0, str(_REPOSITORY / "bench"))
+
+from charts import Curve, line_chart  # noqa: E402
 
 from synthweb.graphweb import GraphWeb, GraphWebConfig, GraphWebServer  # noqa: E402
 from synthweb.requestlog import RequestRecord  # noqa: E402
@@ -255,68 +258,35 @@ def svg_chart(curves: dict[str, np.ndarray], budget: int, title: str) -> str:
     """A line chart of the running means: fetch rank against the mean in-degree so far, both
     on log scales (the first fetches are where orders differ most), about a hundred points a
     line, so that the file stays a few kilobytes."""
-    width, height = 720, 440
-    left, right, top, bottom = 70, 20, 40, 50
-    plot_w, plot_h = width - left - right, height - top - bottom
     values = np.concatenate([c[np.isfinite(c) & (c > 0)] for c in curves.values()])
     low = 10.0 ** math.floor(math.log10(values.min()))
     high = 10.0 ** math.ceil(math.log10(values.max()))
     last = 10.0 ** math.ceil(math.log10(max(budget, 10)))
-
-    def x_of(rank: float) -> float:
-        return left + plot_w * math.log10(rank) / math.log10(last)
-
-    def y_of(value: float) -> float:
-        share = (math.log10(value) - math.log10(low)) / (math.log10(high) - math.log10(low))
-        return top + plot_h * (1 - share)
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>',
+    ranks = np.unique(np.geomspace(1, budget, 120).astype(int))
+    lines = [
+        Curve(name, [(int(r), max(float(curve[r - 1]), low)) for r in ranks[ranks <= len(curve)]],
+              _COLOURS[name], dashed=name == "best")
+        for name, curve in curves.items()
     ]
+    return line_chart(
+        title, lines,
+        x_of=lambda rank: math.log10(rank) / math.log10(last),
+        y_of=lambda value: ((math.log10(value) - math.log10(low))
+                            / (math.log10(high) - math.log10(low))),
+        x_ticks=_decades(1.0, last), y_ticks=_decades(low, high),
+        x_label="fetch rank (log)",
+        y_label="mean in-degree of the pages fetched so far (log)",
+        marks=[(budget, f"budget {budget:,}")],
+    )
+
+
+def _decades(low: float, high: float) -> list[tuple[float, str]]:
+    ticks = []
     decade = low
     while decade <= high:
-        y = y_of(decade)
-        parts.append(f'<line x1="{left}" y1="{y:.0f}" x2="{width - right}" y2="{y:.0f}" '
-                     'stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.0f}" text-anchor="end">{decade:,.0f}'
-                     "</text>")
+        ticks.append((decade, f"{decade:,.0f}"))
         decade *= 10
-    decade = 1.0
-    while decade <= last:
-        x = x_of(decade)
-        parts.append(f'<line x1="{x:.0f}" y1="{top}" x2="{x:.0f}" y2="{top + plot_h}" '
-                     'stroke="#ddd"/>')
-        parts.append(f'<text x="{x:.0f}" y="{top + plot_h + 18}" text-anchor="middle">'
-                     f"{decade:,.0f}</text>")
-        decade *= 10
-    x = x_of(budget)
-    parts.append(f'<line x1="{x:.0f}" y1="{top}" x2="{x:.0f}" y2="{top + plot_h}" '
-                 'stroke="black" stroke-dasharray="2 3"/>')
-    parts.append(f'<text x="{x - 4:.0f}" y="{top + plot_h - 6}" text-anchor="end">budget '
-                 f"{budget:,}</text>")
-    parts.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
-                 'stroke="black"/>')
-    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle">'
-                 "fetch rank (log)</text>")
-    parts.append(f'<text transform="translate(16 {top + plot_h / 2}) rotate(-90)" '
-                 'text-anchor="middle">mean in-degree of the pages fetched so far (log)</text>')
-    ranks = np.unique(np.geomspace(1, budget, 120).astype(int))
-    for i, (name, curve) in enumerate(curves.items()):
-        shown = ranks[ranks <= len(curve)]
-        points = " ".join(f"{x_of(r):.0f},{y_of(max(curve[r - 1], low)):.0f}"
-                          for r in shown)
-        dash = ' stroke-dasharray="6 4"' if name == "best" else ""
-        parts.append(f'<polyline fill="none" stroke="{_COLOURS[name]}" stroke-width="2"{dash} '
-                     f'points="{points}"/>')
-        y = top + 18 + 18 * i
-        parts.append(f'<line x1="{width - right - 130}" y1="{y - 4}" x2="{width - right - 105}" '
-                     f'y2="{y - 4}" stroke="{_COLOURS[name]}" stroke-width="2"{dash}/>')
-        parts.append(f'<text x="{width - right - 98}" y="{y}">{name}</text>')
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    return ticks
 
 
 def main() -> None:

@@ -51,6 +51,7 @@ _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
+from charts import Curve, line_chart  # noqa: E402
 from e2e_throughput import run_ours  # noqa: E402
 from rounds import alternate, write_json  # noqa: E402
 
@@ -216,62 +217,33 @@ def _round(value: float | None) -> float | None:
 
 def svg_chart(curves: dict[str, list[float]], window: float, title: str) -> str:
     """Pages/s over time, one line a curve (window by window), linear scales."""
-    width, height = 720, 420
-    left, right, top, bottom = 60, 20, 40, 50
-    plot_w, plot_h = width - left - right, height - top - bottom
     span = window * max(len(curve) for curve in curves.values())
     peak = max(max(curve, default=0.0) for curve in curves.values()) or 1.0
-    step = 10 ** math.floor(math.log10(peak))
-    top_value = step * math.ceil(peak / step)
-    x_step = 10 ** math.floor(math.log10(max(span, 1.0)))
-
-    def x_of(seconds: float) -> float:
-        return left + plot_w * seconds / span
-
-    def y_of(value: float) -> float:
-        return top + plot_h * (1 - value / top_value)
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>',
+    step = _grid_step(peak)
+    top = step * math.ceil(peak / step)
+    x_step = _grid_step(span)
+    lines = [
+        Curve(name, [(window * (k + 0.5), rate) for k, rate in enumerate(curve)],
+              _COLOURS.get(name, "#2ca02c"), dashed=name == "limit")
+        for name, curve in curves.items()
     ]
-    value = 0.0
-    while value <= top_value:
-        y = y_of(value)
-        parts.append(f'<line x1="{left}" y1="{y:.0f}" x2="{width - right}" y2="{y:.0f}" '
-                     'stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.0f}" text-anchor="end">{value:,.0f}'
-                     "</text>")
-        value += step
-    seconds = 0.0
-    while seconds <= span:
-        x = x_of(seconds)
-        parts.append(f'<line x1="{x:.0f}" y1="{top}" x2="{x:.0f}" y2="{top + plot_h}" '
-                     'stroke="#ddd"/>')
-        parts.append(f'<text x="{x:.0f}" y="{top + plot_h + 18}" text-anchor="middle">'
-                     f"{seconds:,.0f}</text>")
-        seconds += x_step
-    parts.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
-                 'stroke="black"/>')
-    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle">'
-                 "seconds from the first request</text>")
-    parts.append(f'<text transform="translate(16 {top + plot_h / 2}) rotate(-90)" '
-                 f'text-anchor="middle">pages/s ({window:g} s windows)</text>')
-    for i, (name, curve) in enumerate(curves.items()):
-        points = " ".join(f"{x_of(window * (k + 0.5)):.0f},{y_of(rate):.0f}"
-                          for k, rate in enumerate(curve))
-        dash = ' stroke-dasharray="6 4"' if name == "limit" else ""
-        colour = _COLOURS.get(name, "#2ca02c")
-        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} '
-                     f'points="{points}"/>')
-        y = top + 18 + 18 * i
-        parts.append(f'<line x1="{width - right - 130}" y1="{y - 4}" x2="{width - right - 105}" '
-                     f'y2="{y - 4}" stroke="{colour}" stroke-width="2"{dash}/>')
-        parts.append(f'<text x="{width - right - 98}" y="{y}">{name}</text>')
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    return line_chart(
+        title, lines,
+        x_of=lambda seconds: seconds / span, y_of=lambda rate: rate / top,
+        x_ticks=[(x_step * i, f"{x_step * i:,.0f}") for i in range(int(span // x_step) + 1)],
+        y_ticks=[(step * i, f"{step * i:,.0f}") for i in range(int(round(top / step)) + 1)],
+        x_label="seconds from the first request", y_label=f"pages/s ({window:g} s windows)",
+    )
+
+
+def _grid_step(span: float) -> float:
+    """A round step (1, 2 or 5 times a power of ten) giving 4 to 10 grid lines over ``span``."""
+    step = 10.0 ** math.floor(math.log10(max(span, 1e-9)))
+    for factor in (0.5, 0.2, 0.1):
+        if span / step >= 4:
+            break
+        step = 10.0 ** math.floor(math.log10(max(span, 1e-9))) * factor
+    return step
 
 
 # -- the report --------------------------------------------------------------------------------
