@@ -210,7 +210,8 @@ def _submit(
     restore_settings: dict[str, str],
 ) -> Any:
     """Point Flink at this crawl's configuration, build the job and start it."""
-    settings = local_run_settings(config, layout, flink_conf, restore_from, restore_settings)
+    settings = local_run_settings(config, layout, flink_conf, restore_from, restore_settings,
+                                  os.environ)
     write_flink_conf_dir(settings, layout)
     os.environ.update(local_run_environment(settings, layout, os.environ))
 

@@ -18,15 +18,23 @@ import yaml
 
 from crawl.config import Config
 from crawl.layout import OutputLayout, flink_uri
+from job.class_archive import (
+    archive_directory,
+    archive_key,
+    class_archive_options,
+    java_executable,
+)
 from job.preparation import flink_configuration, path_for_embedded_python, pyflink_home
 
 __all__ = [
-    "PYTHON_WORKER_MODE", "bind_settings", "local_run_environment", "local_run_settings",
-    "write_flink_conf_dir",
+    "JAVA_OPTIONS", "PYTHON_WORKER_MODE", "bind_settings", "class_archive",
+    "local_run_environment", "local_run_settings", "write_flink_conf_dir",
 ]
 
 #: Every interface: the endpoints listen on it, and name no address to reach them by.
 _WILDCARD = "0.0.0.0"
+#: The JVM options of every process of Flink's (the local run's one JVM here).
+JAVA_OPTIONS = "env.java.opts.all"
 #: PyFlink's switch for how a local run gets its Python workers for process-mode operators.
 PYTHON_WORKER_MODE = "_python_worker_execution_mode"
 
@@ -57,18 +65,42 @@ def bind_settings(address: str) -> dict[str, str]:
 
 def local_run_settings(
     config: Config, layout: OutputLayout, flink_conf: Path, restore_from: Path | None,
-    restore_settings: Mapping[str, str],
+    restore_settings: Mapping[str, str], environ: Mapping[str, str],
 ) -> dict[str, str]:
     """The Flink settings of a local run: the crawl's, its endpoints bound where a key of
-    ``flink_conf`` does not say otherwise, and the restore point with the settings it needs
-    (:func:`job.preparation.migrate_loop_source`) when it resumes."""
+    ``flink_conf`` does not say otherwise, the restore point with the settings it needs
+    (:func:`job.preparation.migrate_loop_source`) when it resumes, and the JVM's class
+    archive (:mod:`job.class_archive`; ``environ`` may turn it off)."""
     settings = flink_configuration(config, layout, flink_conf)
     for key, value in bind_settings(config.crawl.flink_bind_address).items():
         settings.setdefault(key, value)  # a key of flink-conf.yaml is a choice made already
     if restore_from is not None:
         settings["execution.state-recovery.path"] = flink_uri(restore_from)
         settings.update(restore_settings)
+    if not _has_reporters(settings):  # (with reporters the class path is the run's own)
+        options = class_archive(environ)
+        if options:
+            java_options = settings.get(JAVA_OPTIONS, "")
+            settings[JAVA_OPTIONS] = " ".join([java_options, *options]).strip()
     return settings
+
+
+def class_archive(environ: Mapping[str, str]) -> list[str]:
+    """The JVM options of the class archive for PyFlink's own class path (its lib/ jars) and
+    the Java it starts, or [] without one."""
+    directory = archive_directory(environ)
+    java = java_executable(environ)
+    if directory is None or java is None:
+        return []
+    try:
+        key = archive_key(java, (pyflink_home() / "lib").glob("*.jar"))
+    except OSError:
+        return []
+    return class_archive_options(directory, key)
+
+
+def _has_reporters(settings: Mapping[str, str]) -> bool:
+    return any(key.startswith("metrics.reporter.") for key in settings)
 
 
 def _lib_with_reporters(directory: Path) -> Path:
@@ -116,7 +148,7 @@ def local_run_environment(
         # this). The pool's stop, which PyFlink leaves to atexit, starts a thread: Python 3.12
         # refuses that at shutdown, and every run ended with a traceback per pool.
         environment[PYTHON_WORKER_MODE] = "process"
-    if any(key.startswith("metrics.reporter.") for key in settings):
+    if _has_reporters(settings):
         # Reporters are plugins (the apache-flink package ships them in pyflink/plugins), but
         # the MiniCluster loads none: it finds reporter factories on its class path only. So
         # the JVM gets a lib directory of the package's jars plus the reporters'.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,13 @@ from crawl.config import Config, CrawlDbSection
 from crawl.crawldb.partition import minimum_file_grace_seconds, parse_flink_duration
 from crawl.layout import OutputLayout, flink_uri
 from crawl.loop.reader import read_migrated
-from job.local_settings import bind_settings, local_run_environment, local_run_settings
+from job.class_archive import ARCHIVE_VARIABLE
+from job.local_settings import (
+    JAVA_OPTIONS,
+    bind_settings,
+    local_run_environment,
+    local_run_settings,
+)
 from job.preparation import (
     DEFAULT_FLINK_CONF,
     CrawlError,
@@ -21,6 +28,9 @@ from job.preparation import (
     migrate_loop_source,
     path_for_embedded_python,
 )
+
+#: The environment of a run without the JVM's class archive.
+NO_ARCHIVE = {ARCHIVE_VARIABLE: "off"}
 
 
 @pytest.mark.parametrize(
@@ -151,13 +161,35 @@ def test_a_key_of_flink_conf_wins_over_the_bind_address_and_a_resume_names_its_s
     flink_conf.write_text(DEFAULT_FLINK_CONF.read_text(encoding="utf-8")
                           + "\nrest.bind-address: 0.0.0.0\n", encoding="utf-8")
     layout = OutputLayout(tmp_path / "out")
-    fresh = local_run_settings(Config(), layout, flink_conf, None, {"ignored": "true"})
+    fresh = local_run_settings(Config(), layout, flink_conf, None, {"ignored": "true"}, NO_ARCHIVE)
     assert fresh["rest.bind-address"] == "0.0.0.0"
     assert fresh["taskmanager.bind-host"] == "127.0.0.1"
     assert "execution.state-recovery.path" not in fresh
     assert "ignored" not in fresh
     savepoint = tmp_path / "savepoint-1"
     resumed = local_run_settings(Config(), layout, flink_conf, savepoint,
-                                 {"execution.state-recovery.ignore-unclaimed-state": "true"})
+                                 {"execution.state-recovery.ignore-unclaimed-state": "true"},
+                                 NO_ARCHIVE)
     assert resumed["execution.state-recovery.path"] == flink_uri(savepoint)
     assert resumed["execution.state-recovery.ignore-unclaimed-state"] == "true"
+
+
+def test_a_local_run_gets_the_class_archive_unless_turned_off_or_its_class_path_is_its_own(
+    tmp_path: Path,
+) -> None:
+    layout = OutputLayout(tmp_path / "out")
+    environ = {ARCHIVE_VARIABLE: str(tmp_path / "archives"), "PATH": os.environ["PATH"]}
+    if shutil.which("java") is None:
+        pytest.skip("no java on the path")
+    first = local_run_settings(Config(), layout, DEFAULT_FLINK_CONF, None, {}, environ)
+    flink_defaults = local_run_settings(Config(), layout, DEFAULT_FLINK_CONF, None, {},
+                                        NO_ARCHIVE)
+    # The project's JVM options stay, the archive's come after them.
+    assert first[JAVA_OPTIONS].startswith(flink_defaults[JAVA_OPTIONS])
+    assert f"-XX:ArchiveClassesAtExit={tmp_path / 'archives'}" in first[JAVA_OPTIONS]
+    assert "Archive" not in flink_defaults[JAVA_OPTIONS]
+    reporting = tmp_path / "flink-conf.yaml"
+    reporting.write_text(DEFAULT_FLINK_CONF.read_text(encoding="utf-8")
+                         + "\nmetrics.reporter.prom.factory.class: x\n", encoding="utf-8")
+    with_reporters = local_run_settings(Config(), layout, reporting, None, {}, environ)
+    assert "Archive" not in with_reporters[JAVA_OPTIONS]
