@@ -28,8 +28,8 @@ either crawler left out:
 
 It prints a table of the times beside the limit's, the ratios the targets are stated in (ours
 over the limit at 50 and 75 %, ours over Scrapy at 50 % and in CPU per page; medians over
-rounds), and draws pages/s over time of each crawler's first round and of the limit
-(``--svg``).
+rounds), and draws pages/s over time (``--plot-window`` seconds a point) of each crawler's
+first round and of the limit (``--svg``).
 
 Usage: ``python bench/politeness_limit.py --hosts 200 --runs 2 --svg pages_per_s.svg``.
 """
@@ -204,6 +204,8 @@ def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
         "time_to": {f"{share:.0%}": _round(time_to(times, len(reachable), share))
                     for share in SHARES},
         "pages_per_s": [round(rate, 1) for rate in pages_per_second(records, args.window)],
+        "pages_per_s_plotted": [round(rate, 1) for rate in
+                                pages_per_second(records, args.plot_window)],
     })
     return figures
 
@@ -307,6 +309,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="a setting of our crawler (repeatable)")
     parser.add_argument("--window", type=float, default=5.0, help="seconds a pages/s window")
+    parser.add_argument("--plot-window", type=float, default=1.0,
+                        help="seconds a pages/s window in the chart")
     parser.add_argument("--no-scrapy", action="store_true", help="leave Scrapy out")
     parser.add_argument("--svg", type=Path, help="draw pages/s over time here")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
@@ -331,10 +335,10 @@ def main() -> None:
     rows = alternate(crawlers, args.runs, lambda crawler: one_round(args, crawler))
     ratios = report(rows, limit, discovery)
     if args.svg:
-        curves = {"limit": limit_pages_per_second(at_limit, args.window)}
-        curves.update({crawler: rows[crawler][0]["pages_per_s"] for crawler in crawlers})
+        curves = {"limit": limit_pages_per_second(at_limit, args.plot_window)}
+        curves.update({crawler: rows[crawler][0]["pages_per_s_plotted"] for crawler in crawlers})
         args.svg.write_text(svg_chart(
-            curves, args.window,
+            curves, args.plot_window,
             f"pages/s, {args.hosts} hosts, {len(reachable)} pages, delay {args.delay} s"))
     write_json(args.json, {"args": vars(args), "limit": limit, "discovery_limit": discovery,
                            "rows": rows, "ratios": ratios})
