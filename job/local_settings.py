@@ -86,14 +86,21 @@ def local_run_settings(
 
 
 def class_archive(environ: Mapping[str, str]) -> list[str]:
-    """The JVM options of the class archive for PyFlink's own class path (its lib/ jars) and
-    the Java it starts, or [] without one."""
+    """The JVM options of the class archive for the class path PyFlink gives its JVM (the jars
+    of ``$FLINK_LIB_DIR``, else of ``$FLINK_HOME/lib``, else of its own lib/) and the Java it
+    starts, or [] without one."""
     directory = archive_directory(environ)
     java = java_executable(environ)
     if directory is None or java is None:
         return []
+    if environ.get("FLINK_LIB_DIR"):
+        lib = Path(environ["FLINK_LIB_DIR"])
+    elif environ.get("FLINK_HOME"):
+        lib = Path(environ["FLINK_HOME"]) / "lib"
+    else:
+        lib = pyflink_home() / "lib"
     try:
-        key = archive_key(java, (pyflink_home() / "lib").glob("*.jar"))
+        key = archive_key(java, lib.glob("*.jar"))
     except OSError:
         return []
     return class_archive_options(directory, key)
