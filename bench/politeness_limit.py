@@ -112,7 +112,7 @@ def discovery_times(
     times = []
     while waking:
         now, host = heapq.heappop(waking)
-        known_at, url = queues[host].popleft()
+        _, url = queues[host].popleft()
         times.append(now)
         page = web.page(url)
         if page is not None:
