@@ -14,7 +14,8 @@ archive; the JVM checks the archive itself besides, and one that does not fit (o
 is ignored, never an error: the JVM then loads its classes as usual.
 
 Archives live in ``$XDG_CACHE_HOME`` (or ``~/.cache``) under ``pyflink-crawler/class-archives``
-(about 110 MB each; those of other keys unused for :data:`KEEP_UNUSED_DAYS` are deleted).
+(about 110 MB each; at most :data:`KEEP_ARCHIVES`, those used longest ago deleted first, and
+any unused for :data:`KEEP_UNUSED_DAYS`).
 ``PYFLINK_CRAWLER_CLASS_ARCHIVE=off`` turns them off, or names another directory. A run whose
 JVM gets a class path of its own (metric reporters: :mod:`job.local_settings`) has no archive.
 Whatever goes wrong with the directory (read-only, full) leaves the run without one.
@@ -30,7 +31,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 __all__ = [
-    "ARCHIVE_VARIABLE", "SETTLE_SECONDS", "archive_directory", "archive_key",
+    "ARCHIVE_VARIABLE", "KEEP_ARCHIVES", "KEEP_UNUSED_DAYS", "SETTLE_SECONDS",
+    "archive_directory", "archive_key",
     "class_archive_options", "java_executable",
 ]
 
@@ -38,7 +40,10 @@ __all__ = [
 ARCHIVE_VARIABLE = "PYFLINK_CRAWLER_CLASS_ARCHIVE"
 #: An archive written at a JVM's exit is taken as complete once it is this old.
 SETTLE_SECONDS = 30.0
-#: Archives of other keys (another JDK, another Flink) not used for this long are deleted.
+#: Archives kept at most, the key's own included: those of other keys (another JDK, another
+#: Flink) used longest ago go first...
+KEEP_ARCHIVES = 3
+#: ...and any not used for this long.
 KEEP_UNUSED_DAYS = 30
 #: The JVM says nothing of its archive: one that does not fit is simply not used.
 _QUIET = ("-Xshare:auto", "-Xlog:cds*=off", "-Xlog:class+path=off")
@@ -104,9 +109,17 @@ def class_archive_options(
 
 
 def _forget_unused(directory: Path, key: str, now: float) -> None:
-    """Delete the archives of other keys (and what their JVMs wrote) unused for
-    :data:`KEEP_UNUSED_DAYS`."""
-    for path in [*directory.glob("*.jsa"), *directory.glob("*.jsa.tmp")]:
-        if (not path.name.startswith(key)
-                and now - path.stat().st_mtime > KEEP_UNUSED_DAYS * 86_400):
+    """Delete the archives of other keys beyond the :data:`KEEP_ARCHIVES` used last (each new
+    installation of Flink, a fresh checkout's environment for one, makes another key) or
+    unused for :data:`KEEP_UNUSED_DAYS`, and what other keys' JVMs wrote a day ago or more
+    and no run took."""
+    others = sorted((path for path in directory.glob("*.jsa")
+                     if not path.name.startswith(key)),
+                    key=lambda path: path.stat().st_mtime, reverse=True)
+    for rank, path in enumerate(others):
+        if (rank >= KEEP_ARCHIVES - 1
+                or now - path.stat().st_mtime > KEEP_UNUSED_DAYS * 86_400):
+            path.unlink(missing_ok=True)
+    for path in directory.glob("*.jsa.tmp"):
+        if not path.name.startswith(key) and now - path.stat().st_mtime > 86_400:
             path.unlink(missing_ok=True)

@@ -11,6 +11,7 @@ import pytest
 
 from job.class_archive import (
     ARCHIVE_VARIABLE,
+    KEEP_ARCHIVES,
     KEEP_UNUSED_DAYS,
     SETTLE_SECONDS,
     archive_directory,
@@ -70,16 +71,30 @@ def test_archives_of_other_keys_go_once_unused_for_long(tmp_path: Path) -> None:
     old = tmp_path / "otherkey000000000000.jsa"
     recent = tmp_path / "otherkey111111111111.jsa"
     left = tmp_path / "otherkey000000000000.7.jsa.tmp"
-    for path in (old, recent, left):
+    writing = tmp_path / "otherkey111111111111.8.jsa.tmp"
+    for path in (old, recent, left, writing):
         path.write_bytes(b"x")
     _age(old, (KEEP_UNUSED_DAYS + 1) * 86_400)
-    _age(left, (KEEP_UNUSED_DAYS + 1) * 86_400)
+    _age(left, 2 * 86_400)
     _age(recent, 86_400)
+    _age(writing, 10)
     (tmp_path / f"{KEY}.jsa").write_bytes(b"ours")
     class_archive_options(tmp_path, KEY, pid=5, now=NOW)
     assert not old.exists()
     assert not left.exists()
     assert recent.exists()
+    assert writing.exists()  # another installation's JVM may still be writing it
+
+
+def test_at_most_a_few_archives_are_kept_those_used_last(tmp_path: Path) -> None:
+    others = [tmp_path / f"otherkey{n:012d}.jsa" for n in range(KEEP_ARCHIVES + 2)]
+    for age, path in enumerate(others, 1):
+        path.write_bytes(b"x")
+        _age(path, age * 60)  # used a minute, two minutes ... ago
+    (tmp_path / f"{KEY}.jsa").write_bytes(b"ours")
+    class_archive_options(tmp_path, KEY, pid=5, now=NOW)
+    assert sorted(p.name for p in tmp_path.glob("*.jsa")) == sorted(
+        [f"{KEY}.jsa", *(p.name for p in others[:KEEP_ARCHIVES - 1])])
 
 
 def test_a_directory_that_cannot_be_used_means_no_archive(tmp_path: Path) -> None:
