@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
 import shutil
 from pathlib import Path
 
@@ -178,9 +177,10 @@ def test_a_local_run_gets_the_class_archive_unless_turned_off_or_its_class_path_
     tmp_path: Path,
 ) -> None:
     layout = OutputLayout(tmp_path / "out")
-    environ = {ARCHIVE_VARIABLE: str(tmp_path / "archives"), "PATH": os.environ["PATH"]}
-    if shutil.which("java") is None:
-        pytest.skip("no java on the path")
+    java_home = tmp_path / "jdk"  # the settings only need a Java to key the archive by
+    (java_home / "bin").mkdir(parents=True)
+    (java_home / "bin" / "java").write_bytes(b"")
+    environ = {ARCHIVE_VARIABLE: str(tmp_path / "archives"), "JAVA_HOME": str(java_home)}
     first = local_run_settings(Config(), layout, DEFAULT_FLINK_CONF, None, {}, environ)
     flink_defaults = local_run_settings(Config(), layout, DEFAULT_FLINK_CONF, None, {},
                                         NO_ARCHIVE)
