@@ -405,6 +405,9 @@ class ScopeSection:
     max_depth: int = 0
     max_path_segments: int = 32
     max_segment_repeats: int = 3
+    #: A run of two or more path segments repeated back to back more than this many times
+    #: (/faq/help/faq/help/: a relative link resolved one level deeper each time).
+    max_run_repeats: int = 1
     max_query_params: int = 32
     path_ascending: bool = False
     #: Which URLs the policy refuses get a line in the crawl log (status REJECTED, with the
@@ -430,7 +433,8 @@ class ScopeSection:
                "a non-empty list of http and https")
         _check(self, "scope", "max_url_length", lambda v: 16 <= v <= 2048,
                "an integer from 16 to 2048")
-        for key in ("max_depth", "max_path_segments", "max_segment_repeats", "max_query_params"):
+        for key in ("max_depth", "max_path_segments", "max_segment_repeats", "max_run_repeats",
+                    "max_query_params"):
             _check(self, "scope", key, lambda v: v >= 0, "an integer >= 0 (0: no limit)")
         _check(self, "scope", "log_refusals", lambda v: v in ("traps", "all", "none"),
                "one of traps, all, none")

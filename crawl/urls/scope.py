@@ -20,7 +20,10 @@ born, after normalisation; a rejected URL never reaches the loop, and its reason
 * **path traps** (IRLBot's lesson: bounded by configuration, not by luck): more than
   ``max_path_segments`` segments (``trap:too-many-segments``), one segment repeated more than
   ``max_segment_repeats`` times (``trap:repeated-segment``: relative links that make paths
-  grow), more than ``max_query_params`` query parameters (``trap:too-many-params``).
+  grow), a run of two or more segments repeated back to back more than ``max_run_repeats``
+  times (``trap:repeated-run``: ``/support/faq/support/faq/``, what a relative link to
+  ``support/faq/`` on a page of that folder makes), more than ``max_query_params`` query
+  parameters (``trap:too-many-params``).
 
 Traps that need state (ever-growing spaces of distinct URLs of one shape, such as calendars)
 are bounded in the crawl DB, which knows which URLs are new.
@@ -81,6 +84,7 @@ class UrlPolicy:
         self.max_depth = section.max_depth
         self.max_path_segments = section.max_path_segments
         self.max_segment_repeats = section.max_segment_repeats
+        self.max_run_repeats = section.max_run_repeats
         self.max_query_params = section.max_query_params
         self._include = _union(section.include)
         self._exclude = _union(section.exclude)
@@ -139,7 +143,7 @@ class UrlPolicy:
         return None
 
     def _trap_reason(self, path: str, query: str) -> str | None:
-        if self.max_path_segments or self.max_segment_repeats:
+        if self.max_path_segments or self.max_segment_repeats or self.max_run_repeats:
             segments = [s for s in path.split("/") if s]
             if self.max_path_segments and len(segments) > self.max_path_segments:
                 return "trap:too-many-segments"
@@ -149,9 +153,23 @@ class UrlPolicy:
                     counts[segment] = counts.get(segment, 0) + 1
                     if counts[segment] > self.max_segment_repeats:
                         return "trap:repeated-segment"
+            if self.max_run_repeats and _repeats_a_run(segments, self.max_run_repeats):
+                return "trap:repeated-run"
         if self.max_query_params and query and query.count("&") >= self.max_query_params:
             return "trap:too-many-params"
         return None
+
+
+def _repeats_a_run(segments: list[str], most: int) -> bool:
+    """Whether a run of two or more segments comes back to back more than ``most`` times."""
+    count = len(segments)
+    for length in range(2, count // (most + 1) + 1):
+        for start in range(count - length * (most + 1) + 1):
+            run = segments[start : start + length]
+            if all(segments[start + length * k : start + length * (k + 1)] == run
+                   for k in range(1, most + 1)):
+                return True
+    return False
 
 
 def _union(patterns: Sequence[str]) -> re.Pattern[str] | None:
