@@ -112,6 +112,7 @@ from crawl.urls.scope import UrlPolicy, registered_domain
 
 __all__ = [
     "DUPLICATE_REASON",
+    "REPETITIVE_REASON",
     "CaptureStore",
     "PageProcessor",
     "ProcessSettings",
@@ -122,6 +123,9 @@ __all__ = [
 
 #: The reason of a page's outcome when its payload was archived before under another URL.
 DUPLICATE_REASON = "duplicate:payload"
+#: The outcome's reason of a page whose main text says a few words over and over
+#: (:attr:`crawl.content.neardup.Fingerprint.repetitive`).
+REPETITIVE_REASON = "thin:repeated-words"
 
 _DEFAULTS = Config()
 
@@ -377,15 +381,17 @@ class PageProcessor:
         # A continuous crawl's two rates: first fetches (discovery) and refetches (refresh).
         status.count(PROCESS_FETCHES_REFRESH.name if is_refetch(result.recrawl)
                      else PROCESS_FETCHES_DISCOVERY.name)
-        # A page that is a byte-for-byte copy of another URL's says so in its outcome: the crawl
-        # DB's shape budgets count it as no good page (crawl/crawldb/budgets.py).
+        # A page that is a byte-for-byte copy of another URL's, or whose text repeats a few
+        # words, says so in its outcome: the crawl DB's budgets count it as no good page
+        # (crawl/crawldb/budgets.py).
+        reason = result.reason
+        if not reason and copy_of_another:
+            reason = DUPLICATE_REASON
+        elif not reason and fingerprint is not None and fingerprint.repetitive:
+            reason = REPETITIVE_REASON
+            status.count("pages.repetitive")
         done: DoneEvent = (
-            result.url,
-            result.status.value,
-            result.http_status,
-            DUPLICATE_REASON if copy_of_another and not result.reason else result.reason,
-            result.started_ms,
-        )
+            result.url, result.status.value, result.http_status, reason, result.started_ms)
         revisit = None
         if self._recrawl:
             simhash = None

@@ -65,10 +65,18 @@ _DATE_WORDS = _MONTHS | _WEEKDAYS
 
 
 class Fingerprint(NamedTuple):
-    """A page's simhash and how many features it was made of."""
+    """A page's simhash, how many features it was made of, and how many words its text has."""
 
     value: int
     features: int
+    words: int = 0
+
+    @property
+    def repetitive(self) -> bool:
+        """Whether the text says a few words over and over: at least 30 words, of which at
+        most a third, and at most 20, distinct (a link farm's keywords; a reader's text of
+        that length uses far more)."""
+        return self.words >= 30 and self.features <= min(20, self.words // 3)
 
 
 def content_features(text: str) -> list[str]:
@@ -98,7 +106,7 @@ def _in_date(words: list[str], i: int) -> bool:
 def fingerprint_text(text: str) -> Fingerprint:
     """The fingerprint of a page's main text."""
     features = content_features(text)
-    return Fingerprint(simhash(features), len(features))
+    return Fingerprint(simhash(features), len(features), len(_WORD.findall(text)))
 
 
 def fingerprint(document: lxml.etree._Element) -> Fingerprint:

@@ -9,9 +9,9 @@ crawl DB, keeps its rank, and goes out as soon as its budget grows.
   many domains do, lend each other no support: a farm gets what the rest of the web gives it.
   Every host of a domain draws on the one budget. The domain is held besides to what its
   pages showed (``admission.domain_trial_urls`` plus ``domain_urls_per_good_page`` for each of
-  its pages that proved good, as below): a link farm's thin pages are copies of each other, so
-  however many domains link it, it stays at its trial. The domains of seeds have no budget
-  (``seed_domains_unbudgeted``): the user chose them.
+  its pages that proved good, as below): a link farm's pages are copies of each other or
+  repeat a few keywords, so however many domains link it, it stays at its trial. The domains
+  of seeds have no budget (``seed_domains_unbudgeted``): the user chose them.
 * **Shape budget** (``admission.shape_*``): a host's URLs of one shape (the path with digits
   as ``#``, or a query's parameter names alone: :func:`crawl.urls.shapes.url_shape`) get
   ``shape_base_urls`` released, plus ``shape_urls_per_good_page`` for each page of that shape
@@ -189,7 +189,7 @@ class Budgets:
     def saw_outcome(self, url: str, status: str, http_status: int, reason: str) -> None:
         """A fetch outcome: a good page raises its shape's and its domain's budgets."""
         if (status == Status.FETCHED.value and 200 <= http_status < 300
-                and not reason.startswith("duplicate")):
+                and not reason.startswith(("duplicate", "thin"))):
             self._count_good(url, 1)
 
     def saw_near_duplicate(self, url: str) -> None:

@@ -30,6 +30,24 @@ def _fp(value: int) -> Fingerprint:
 def test_features_are_distinct_words_without_digits() -> None:
     assert content_features("The cat, the DOG; 2026 x1 the end") == ["the", "cat", "dog", "end"]
     assert fingerprint_text("") == Fingerprint(0, 0)
+    assert fingerprint_text("The cat, the DOG; 2026").words == 5
+
+
+@pytest.mark.parametrize(
+    ("words", "distinct", "repetitive"),
+    [
+        (60, 6, True),  # a link farm's keywords
+        (30, 10, True),
+        (30, 11, False),
+        (29, 3, False),  # too short to tell
+        (3000, 20, True),
+        (3000, 21, False),  # a long text of few words, but more than a farm's keywords
+    ],
+)
+def test_a_text_that_says_a_few_words_over_and_over_is_repetitive(
+    words: int, distinct: int, repetitive: bool
+) -> None:
+    assert Fingerprint(0, distinct, words).repetitive is repetitive
 
 
 @pytest.mark.parametrize(

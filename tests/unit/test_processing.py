@@ -12,6 +12,7 @@ from crawl.archive.crawl_log import CrawlLogWriter, parse_line
 from crawl.archive.warc import WarcFileWriter, verify_warc_file
 from crawl.config import ScopeSection, SitemapsSection
 from crawl.content.links import LinkExtractor
+from crawl.content.neardup_judge import NearQuery
 from crawl.loop.records import decode_line, parse_payload, parse_record
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor, RecentUrls, payload_key
@@ -584,6 +585,29 @@ def test_a_payload_archived_before_is_written_as_a_revisit(
     again = page_processor.process(dataclasses.replace(page, started_ms=9))
     assert [event[3] for line in again for event in parse_record(decode_line(line)[1]).done] == [
         ""]
+
+
+def test_a_page_that_repeats_a_few_words_says_so_in_its_outcome(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
+) -> None:
+    page_processor, status = make_processor(near_duplicates=True)
+    stuffed = " ".join(["cheap", "best", "deals", "casino", "free", "win"] * 10)
+    prose = ("A reader's text of this length uses many words, each in its place, and says "
+             "something about the world: a walk along the river in autumn, the bread from the "
+             "bakery near the station, and the names of the people met on the way home.")
+
+    def reason(url: str, text: str) -> str:
+        body = f"<html><body><p>{text}</p><a href='/next'>next</a></body></html>".encode()
+        page_processor.process(dataclasses.replace(_html_result(), url=url, body=body))
+        # (The outcome goes with the page's query to the near-duplicate stage.)
+        query = NearQuery.decode(page_processor.near_queries.pop())
+        return query.done[3]
+
+    # (The domain and shape budgets count it as no good page: crawl/crawldb/budgets.py.)
+    assert reason("http://farm.test/cheap-best-1.html", stuffed) == "thin:repeated-words"
+    assert reason("http://a.test/walk.html", prose) == ""
+    assert reason("http://a.test/short.html", "cheap cheap cheap") == ""  # too short to judge
+    assert status.counters["pages.repetitive"] == 1
 
 
 def test_payload_keys() -> None:
