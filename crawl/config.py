@@ -478,21 +478,27 @@ class AdmissionSection:
     domain_urls_per_linking_domain: int = 100
     max_linking_domains: int = 1000
     #: And at most domain_trial_urls, plus domain_urls_per_good_page for each page of the
-    #: domain that proved good (2xx, neither a copy of another URL's page nor a
-    #: near-duplicate). 0: no such bound.
+    #: domain that proved good (2xx, neither a copy of another URL's page, nor a
+    #: near-duplicate, nor a page repeating a few words). 0: no such bound.
     domain_trial_urls: int = 10
     domain_urls_per_good_page: float = 2.0
     #: The domains of the seeds have no budget.
     seed_domains_unbudgeted: bool = True
     #: A host's URLs of one shape released at most: shape_base_urls, plus
-    #: shape_urls_per_good_page for each of its pages that proved good (2xx, neither a copy
-    #: of another URL's page nor a near-duplicate). 0: no shape budget.
-    shape_base_urls: int = 50
+    #: shape_urls_per_good_page for each of its pages that proved good, but no more than its
+    #: new URLs that brought a number or a parameter the shape had not shown. 0: no shape
+    #: budget.
+    shape_base_urls: int = 10
     shape_urls_per_good_page: float = 2.0
+    #: A registered domain gets at most trial_pages URLs (and one more for each that gave no
+    #: page, up to domain_trial_urls) until one of its pages proves good, and a host's shape
+    #: whose first trial_pages pages fetched (2xx) are none of them good no more than that
+    #: many (a link farm's keyword pages, a session id's copies). 0: off.
+    trial_pages: int = 3
 
     def _validate(self) -> None:
         for key in ("domain_base_urls", "domain_urls_per_linking_domain", "domain_trial_urls",
-                    "shape_base_urls"):
+                    "shape_base_urls", "trial_pages"):
             _check(self, "admission", key, lambda v: v >= 0, "an integer >= 0 (0: off)")
         _check(self, "admission", "max_linking_domains", lambda v: v >= 1, "an integer >= 1")
         for key in ("domain_urls_per_good_page", "shape_urls_per_good_page"):

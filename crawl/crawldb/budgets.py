@@ -9,16 +9,24 @@ crawl DB, keeps its rank, and goes out as soon as its budget grows.
   many domains do, lend each other no support: a farm gets what the rest of the web gives it.
   Every host of a domain draws on the one budget. The domain is held besides to what its
   pages showed (``admission.domain_trial_urls`` plus ``domain_urls_per_good_page`` for each of
-  its pages that proved good, as below): a link farm's pages are copies of each other or
-  repeat a few keywords, so however many domains link it, it stays at its trial. The domains
-  of seeds have no budget (``seed_domains_unbudgeted``): the user chose them.
+  its pages that proved good, as below: neither a copy nor a page that repeats a few words),
+  and gets no more than ``trial_pages`` URLs (and one for each that gave no page: a redirect,
+  a dead link) until one of its pages proves good: a link farm's keyword pages prove nothing,
+  so however many domains link it, it stays at its first few pages. The domains of seeds
+  have no budget (``seed_domains_unbudgeted``): the user chose them.
 * **Shape budget** (``admission.shape_*``): a host's URLs of one shape (the path with digits
-  as ``#``, or a query's parameter names alone: :func:`crawl.urls.shapes.url_shape`) get
-  ``shape_base_urls`` released, plus ``shape_urls_per_good_page`` for each page of that shape
-  that proved good: a 2xx answer that was neither an exact duplicate of another URL's page nor
-  a near-duplicate (short pages included, by their exact words). So a shop's thousands of
-  ``/item-#.html`` pages keep their shape growing while a session id's copies and a
-  calendar's empty days, copies of one another, stop theirs.
+  as ``#``, runs of number segments as one, and ``?`` for any query:
+  :func:`crawl.urls.shapes.url_shape`) get ``shape_base_urls`` released, plus
+  ``shape_urls_per_good_page`` for each page of that shape that proved good (a 2xx answer
+  that was neither an exact duplicate of another URL's page nor a near-duplicate, short pages
+  included, by their exact words, nor a page that repeats a few words over and over:
+  ``thin:repeated-words``), but no more than the shape's new URLs that were novel:
+  that brought a value the shape had not shown (:func:`crawl.urls.shapes.url_values`: a
+  number of its path in its place, a parameter of its query). A shop's thousands of
+  ``/item-#.html`` pages, each a new number and a page of its own, keep their shape growing;
+  a calendar's days and a listing's filter combinations, pages of their own but combinations
+  of the dates and filters already shown, stop. A shape whose first ``trial_pages`` pages
+  fetched prove nothing (a session id's copies) gets no more than those.
 
 The crawl DB's releases ask :meth:`Budgets.groups`, :meth:`Budgets.group_limits` and
 :meth:`Budgets.shape_limits` (the DRUM's :class:`drum.ReleaseLimits`), and tell
@@ -45,7 +53,7 @@ from crawl.config import AdmissionSection
 from crawl.status import Status
 from crawl.urls.normalize import host_of
 from crawl.urls.scope import registered_domain
-from crawl.urls.shapes import url_shape
+from crawl.urls.shapes import url_shape, url_values
 from drum import host_key
 
 __all__ = ["Budgets", "CachedStore", "CounterStore", "MemoryStore", "shape_key"]
@@ -60,9 +68,13 @@ UNLIMITED = 1 << 62
 #   T <domain hash>               1: a seed's domain (no budget)
 #   R <domain hash>               URLs of the domain released
 #   Y <domain hash>               pages of the domain that proved good
+#   X <domain hash>               outcomes of the domain that were no page (2xx)
 #   H <host hash>                 the host's domain hash
 #   P <host hash> <shape hash>    URLs of the shape released
+#   F <host hash> <shape hash>    pages of the shape fetched (2xx)
 #   G <host hash> <shape hash>    pages of the shape that proved good
+#   V <host hash> <shape hash>    new URLs of the shape that were novel
+#   W <value hash> <host hash> <shape hash>   1: a value the shape has shown
 
 
 def shape_key(url: str) -> int:
@@ -188,8 +200,14 @@ class Budgets:
 
     def saw_outcome(self, url: str, status: str, http_status: int, reason: str) -> None:
         """A fetch outcome: a good page raises its shape's and its domain's budgets."""
-        if (status == Status.FETCHED.value and 200 <= http_status < 300
-                and not reason.startswith(("duplicate", "thin"))):
+        host = host_of(url)
+        if status != Status.FETCHED.value or not 200 <= http_status < 300:
+            if self.trial:  # (no page: a redirect, an error; the domain's trial goes on)
+                self._add(f"X\t{host_key(registered_domain(host))}")
+            return
+        if self.shapes:
+            self._add(f"F\t{host_key(host)}\t{shape_key(url)}")
+        if not reason.startswith(("duplicate", "thin")):
             self._count_good(url, 1)
 
     def saw_near_duplicate(self, url: str) -> None:
@@ -202,6 +220,25 @@ class Budgets:
             self._add(f"G\t{host_key(host)}\t{shape_key(url)}", amount)
         if self.trial:
             self._add(f"Y\t{host_key(registered_domain(host))}", amount)
+
+    def saw_new(self, url: str) -> None:
+        """A URL the crawl DB did not know: count it for its shape if it was novel."""
+        if not self.shapes:
+            return
+        host, shape = host_key(host_of(url)), shape_key(url)
+        values = url_values(url)
+        # A new URL of one number, or none, is novel as it is new (its shape's other URLs
+        # have as many numbers): only queries and runs of numbers need what was shown.
+        if len(values) > 1 or (values and values[-1].startswith("?")):
+            novel = False
+            for value in values:
+                key = f"W\t{host_key(value)}\t{host}\t{shape}"
+                if not self._store.get(key):
+                    self._store.put(key, 1)
+                    novel = True
+            if not novel:
+                return
+        self._add(f"V\t{host}\t{shape}")
 
     def released(self, hosts: np.ndarray, shapes: np.ndarray) -> None:
         """Count new URLs released (the host and shape hashes of their records)."""
@@ -243,6 +280,11 @@ class Budgets:
             good = store.get(f"Y\t{group}") or 0
             budget = min(budget, section.domain_trial_urls
                          + int(section.domain_urls_per_good_page * good))
+            if good <= 0 and section.trial_pages:
+                # Until a page proves good: trial_pages, and one more for each URL that gave
+                # no page (a redirect to follow, a dead link), as far as the trial goes.
+                answered = store.get(f"X\t{group}") or 0
+                budget = min(budget, section.trial_pages + answered)
         return budget
 
     def domain_room(self, group: int) -> int:
@@ -255,8 +297,15 @@ class Budgets:
         """URLs of a host's shape (hashes) that may be released, as of now."""
         if not self.shapes or not shape:
             return UNLIMITED
-        good = self._store.get(f"G\t{host}\t{shape}") or 0
-        return self.section.shape_base_urls + int(self.section.shape_urls_per_good_page * good)
+        section, store = self.section, self._store
+        good = store.get(f"G\t{host}\t{shape}") or 0
+        base = section.shape_base_urls
+        if good <= 0 and section.trial_pages:
+            fetched = store.get(f"F\t{host}\t{shape}") or 0
+            if fetched >= section.trial_pages:
+                return min(base, section.trial_pages)
+        novel = store.get(f"V\t{host}\t{shape}") or 0
+        return base + min(novel, int(section.shape_urls_per_good_page * good))
 
     def shape_room(self, host: int, shape: int) -> int:
         budget = self.shape_budget(host, shape)

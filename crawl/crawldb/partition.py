@@ -739,6 +739,8 @@ class CrawlDbPartition:
                     continue
                 url, hops, via = decode_payload(payload)
                 answer.count(CRAWLDB_URLS_NEW.name)
+                if self._budgets is not None:
+                    self._budgets.saw_new(url)
                 if self._releasing:
                     self._pending += not counted  # (until the next release counts again)
                 else:

@@ -1,13 +1,15 @@
-"""End to end: link farms on many domains, held to what their pages show, and a crawl that ends
-by itself with what its budgets deferred.
+"""End to end: link farms on many domains and endless spaces on real sites, held to what their
+pages show, and a crawl that ends by itself with what its budgets deferred.
 
-The web is the synthetic web's multi-domain profile without its endless spaces: real sites on
-their own registered domains (a few with several hosts), soft-404 hosts, and link-farm hosts
-on domains of their own, each linked once from a real site, whose every path is a thin page of
-links into the farm (an endless supply of them). The crawl runs with the default budgets and
-no page budget: it must fetch every reachable real page, keep each farm domain to
-``admission.domain_trial_urls`` plus ``domain_urls_per_good_page`` for each of its pages that
-was not a copy, and then stop by itself, saying what it deferred.
+The web is the synthetic web's multi-domain profile: real sites on their own registered
+domains (a few with several hosts), soft-404 hosts, link-farm hosts on domains of their own,
+each linked once from a real site, whose every path is a page of keywords and links into the
+farm (an endless supply of them), and on real sites a calendar, session ids in URLs, a
+repeating relative path and a listing's filter combinations. The crawl runs with the default
+budgets and no page budget: it must fetch every reachable real page, keep each farm domain to
+its trial (``admission.domain_trial_urls``: its pages repeat a few words, so none proves
+good), keep each endless space to what its shape's budget allows, and then stop by itself,
+saying what it deferred.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import pytest
 
 from crawl.config import AdmissionSection
 from crawl.urls.scope import registered_domain
+from crawl.urls.shapes import url_shape
 from synthweb import SyntheticWebServer, UrlKind, WebConfig, audit_log
+from synthweb.endless import FACETS
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import SHORT_BACKOFF, near_duplicate_notes, run_crawl
 
@@ -30,8 +34,7 @@ pytestmark = pytest.mark.integration
 DELAY = 0.05
 TOKEN = "pyflink-crawler"
 WEB = WebConfig(seed=2, hosts=12).with_multi_domain_profile(
-    multi_domain_endless_spaces=False, multi_domain_farm_hosts=6, multi_domain_farm_clusters=2,
-    multi_domain_soft_404_hosts=2,
+    multi_domain_farm_hosts=6, multi_domain_farm_clusters=2, multi_domain_soft_404_hosts=2,
 )
 
 
@@ -57,7 +60,7 @@ def _farm_crawl(tmp_path: Path) -> FarmCrawl:
 
 
 @pytest.mark.crawl_ahead("link farms")
-def test_link_farms_stay_at_their_trial_and_the_crawl_ends_by_itself(
+def test_farms_and_endless_spaces_are_held_and_the_crawl_ends_by_itself(
     crawls_ahead: CrawlsAhead,
 ) -> None:
     crawl: FarmCrawl = crawls_ahead.result("link farms")
@@ -70,26 +73,49 @@ def test_link_farms_stay_at_their_trial_and_the_crawl_ends_by_itself(
 
     truth = crawl.expected.domains
     assert truth is not None
-    copies = {url for url, _, _ in near_duplicate_notes(crawl.out)}
-    fetched: dict[str, list[str]] = collections.defaultdict(list)
+    fetched: dict[UrlKind, list[str]] = collections.defaultdict(list)
     for record in crawl.records:
         url = f"http://{record.host}{record.path}"
-        if record.path != "/robots.txt" and truth.kind_of(url) is UrlKind.FARM:
-            fetched[registered_domain(record.host)].append(url)
-    assert len(fetched) >= 3, fetched.keys()  # the farms were found, on several domains
-    print("farm fetches (not copies) by domain:", {
-        domain: f"{len(urls)} ({len([u for u in urls if u not in copies])})"
-        for domain, urls in sorted(fetched.items())})
+        if record.path != "/robots.txt":
+            fetched[truth.kind_of(url)].append(url)
+    print("fetches by kind:", {kind.value: len(urls) for kind, urls in fetched.items()})
     admission = AdmissionSection()
-    for domain, urls in fetched.items():
-        # Each farm domain got its trial and two more URLs per page that was not a copy; a
-        # good share of the farm's thin pages were copies of one another (their words differ
-        # only by the keywords of their titles: 36 % to 45 % were not copies in one run).
+
+    # Each farm domain stays at its trial: its pages repeat a few keywords, none proves good.
+    farms: dict[str, list[str]] = collections.defaultdict(list)
+    for url in fetched[UrlKind.FARM]:
+        farms[registered_domain(url.split("/")[2])].append(url)
+    assert len(farms) >= 3, farms.keys()  # the farms were found, on several domains
+    for domain, urls in farms.items():
+        assert len(urls) <= admission.domain_trial_urls, (domain, urls)
+
+    # The calendar: its month and day views are one shape, whose pages recombine the days,
+    # months and years it has shown: the base, plus at most one URL per value shown.
+    calendar = fetched[UrlKind.CALENDAR]
+    assert calendar, "the calendar was entered"
+    years = {url.split("/")[4] for url in calendar}
+    assert len(calendar) <= admission.shape_base_urls + 31 + 12 + len(years), calendar
+    # The listing's filters in every combination: at most one URL per filter value shown.
+    assert 0 < len(fetched[UrlKind.PARAMS]) <= admission.shape_base_urls + sum(
+        len(values) for _, values in FACETS), fetched[UrlKind.PARAMS]
+    # The repeating relative path is refused where it starts to repeat, and logged.
+    assert fetched[UrlKind.REPEAT_PATH] == []
+    refused = [line for log in (crawl.out / "logs").glob("crawl-*.log")
+               for line in log.read_text().splitlines() if "trap:repeated-run" in line]
+    assert refused, "the repeating path was refused in the crawl log"
+    # Session ids: copies of the site's pages (near-duplicates), each shape held to its base
+    # and two more for each of its pages that was no copy.
+    copies = {url for url, _, _ in near_duplicate_notes(crawl.out)}
+    sessions: dict[str, list[str]] = collections.defaultdict(list)
+    for url in fetched[UrlKind.SESSION]:
+        sessions[url_shape(url)].append(url)
+    assert sessions, "the session-id space was entered"
+    for shape, urls in sessions.items():
         good = len([url for url in urls if url not in copies])
-        assert len(urls) <= (admission.domain_trial_urls
-                             + admission.domain_urls_per_good_page * good), (domain, urls)
-        assert good <= len(urls) * 2 / 3, (domain, urls)
-    # The farms' endless URLs are what the crawl left, deferred by their domains' budgets,
-    # and it says so.
+        assert len(urls) <= admission.shape_base_urls + 2 * good, (shape, urls)
+
+    # What the crawl left, deferred by the budgets, it says.
     assert summary["urls_deferred"]["budget:domain"] > 0
+    assert summary["urls_deferred"]["budget:shape"] > 0
     assert "URLs deferred" in process.stdout
+

@@ -1,6 +1,7 @@
 """Budgets of the crawl DB: URL shapes, domain budgets that grow with the support of other
-domains (not of domains they link back to), shape budgets that grow with good pages, and the
-crawl DB deferring what is over budget instead of dropping it."""
+domains (not of domains they link back to), shape budgets that grow with good pages as far
+as their URLs are novel, trials, and the crawl DB deferring what is over budget instead of
+dropping it."""
 
 from __future__ import annotations
 
@@ -23,23 +24,30 @@ from drum import host_key
 T0 = 1_700_000_000_000
 SECTION = AdmissionSection(domain_base_urls=2, domain_urls_per_linking_domain=3,
                            max_linking_domains=2, shape_base_urls=2,
-                           shape_urls_per_good_page=1.0)
+                           shape_urls_per_good_page=1.0, trial_pages=0)
 
 
 @pytest.mark.parametrize(
     ("url", "shape"),
     [
         ("http://a.org/", "/"),
-        ("http://a.org/calendar/2026/12", "/calendar/#/#"),
-        ("http://a.org/calendar/2027/01", "/calendar/#/#"),
-        ("http://a.org/cal?date=2026-12-01&view=day", "?date&view"),
-        ("http://a.org/cal?view=week&date=2026-12-01", "?date&view"),
-        # The same parameters on any path: one family (a session id on every link).
-        ("http://a.org/news/3.html?visit=0f3a", "?visit"),
-        ("http://a.org/shop/item-4.html?visit=77c1", "?visit"),
-        ("http://a.org/s?a=1&b=2&a=3", "?a&b"),
-        ("http://a.org/s?p1=1&p22=2", "?p#"),
+        ("http://a.org/shop/item-17.html", "/shop/item-#.html"),
         ("http://a.org/p/v2/item-17.html", "/p/v#/item-#.html"),
+        # Segments of digits alone in a row are one: a calendar's months and days.
+        ("http://a.org/calendar/2026/12", "/calendar/#"),
+        ("http://a.org/calendar/2027/01/", "/calendar/#"),
+        ("http://a.org/calendar/2027/01/05/", "/calendar/#"),
+        ("http://a.org/2015/03/05/a-post/", "/#/a-post"),
+        ("http://a.org/x/12a/3/", "/x/#a/#"),
+        # Any query on one section: one shape (a listing's filters in every combination)...
+        ("http://a.org/shop/?colour=red&sort=price", "/shop?"),
+        ("http://a.org/shop/?size=xl", "/shop?"),
+        ("http://a.org/cal?view=week&date=2026-12-01", "/cal?"),
+        # ...and on one section's pages (a session id).
+        ("http://a.org/news/3.html?visit=0f3a", "/news?"),
+        ("http://a.org/news/a-walk.html?visit=77c1", "/news?"),
+        ("http://a.org/about.html?visit=0f3a", "/about.html?"),
+        ("http://a.org/?visit=0f3a", "/?"),
     ],
 )
 def test_url_shape(url: str, shape: str) -> None:
@@ -95,14 +103,24 @@ def _shape_room(budgets: Budgets, url: str) -> int:
     return room
 
 
+def _release(budgets: Budgets, *urls: str) -> None:
+    budgets.released(np.array([host_key(url.split("/")[2]) for url in urls], dtype=np.uint32),
+                     np.array([shape_key(url) for url in urls], dtype=np.uint32))
+
+
+def _release(budgets: Budgets, *urls: str) -> None:
+    budgets.released(np.array([host_key(url.split("/")[2]) for url in urls], dtype=np.uint32),
+                     np.array([shape_key(url) for url in urls], dtype=np.uint32))
+
+
 def test_a_shape_budget_grows_with_its_good_pages_only() -> None:
     budgets = Budgets(MemoryStore(), SECTION)
     items = [f"http://a.org/item-{i}.html" for i in range(10)]
     days = [f"http://a.org/cal?day={i}" for i in range(10)]
+    for url in items + days:
+        budgets.saw_new(url)
     assert _shape_room(budgets, items[0]) == _shape_room(budgets, days[0]) == 2
-    for url in items[:2] + days[:2]:
-        budgets.released(np.array([host_key("a.org")], dtype=np.uint32),
-                         np.array([shape_key(url)], dtype=np.uint32))
+    _release(budgets, *items[:2], *days[:2])
     assert _shape_room(budgets, items[5]) == 0
     # Items answer 200 with pages of their own: each allows one more.
     budgets.saw_outcome(items[0], "FETCHED", 200, "")
@@ -116,6 +134,58 @@ def test_a_shape_budget_grows_with_its_good_pages_only() -> None:
     budgets.saw_outcome(days[3], "REDIRECT", 301, "http:301")
     assert _shape_room(budgets, days[5]) == 0
     assert _shape_room(budgets, "http://b.org/cal?day=1") == 2  # another host: its own
+
+
+def test_a_shape_whose_first_pages_prove_nothing_stops_at_its_trial() -> None:
+    budgets = Budgets(MemoryStore(), dataclasses.replace(SECTION, shape_base_urls=10,
+                                                         trial_pages=3))
+    copies = [f"http://a.org/item-{i}.html?visit={i:016x}" for i in range(20)]
+    for url in copies:
+        budgets.saw_new(url)
+    assert _shape_room(budgets, copies[0]) == 10
+    _release(budgets, *copies[:5])
+    budgets.saw_outcome(copies[0], "FETCHED", 200, "duplicate:payload")
+    budgets.saw_outcome(copies[1], "FETCHED", 200, "thin:repeated-words")
+    budgets.saw_outcome(copies[2], "HTTP_ERROR", 500, "http:500")  # (no page)
+    assert _shape_room(budgets, copies[0]) == 5  # two pages, no verdict yet
+    budgets.saw_outcome(copies[3], "FETCHED", 200, "")
+    budgets.saw_near_duplicate(copies[3])
+    assert _shape_room(budgets, copies[0]) == 0  # three pages, none good: no more than three
+    # A good page lifts the trial.
+    budgets.saw_outcome(copies[4], "FETCHED", 200, "")
+    assert _shape_room(budgets, copies[0]) == 10 + 1 - 5
+
+
+def test_a_shape_budget_grows_no_further_than_its_novel_urls() -> None:
+    """Good pages that only recombine what their shape has shown (a calendar's dates, a
+    listing's filters) do not grow it; new numbers and new parameters do."""
+    budgets = Budgets(MemoryStore(), SECTION)
+    shop = "http://a.org/shop/"
+    singles = [f"{shop}?colour={c}" for c in ("red", "blue")] + [f"{shop}?size={s}"
+                                                                 for s in ("s", "m")]
+    combos = [f"{shop}?colour={c}&size={s}" for c in ("red", "blue") for s in ("s", "m")]
+    combos += [f"{shop}?size=s&colour=red&page=1"]
+    for url in singles + combos:
+        budgets.saw_new(url)
+    for url in singles + combos:
+        budgets.saw_outcome(url, "FETCHED", 200, "")  # each a page of its own
+    # 2 + the five novel URLs: the four singles, and the combination that brought page=1.
+    assert budgets.shape_budget(host_key("a.org"), shape_key(shop + "?x=1")) == 2 + 5
+    # A calendar's month and day views are one shape; its days recombine the first month's.
+    december = [f"http://a.org/calendar/2026/12/{d:02d}/" for d in range(1, 32)]
+    january = [f"http://a.org/calendar/2027/01/{d:02d}/" for d in range(1, 32)]
+    for url in ["http://a.org/calendar/2026/12/", *december, "http://a.org/calendar/2027/01/",
+                *january]:
+        budgets.saw_new(url)
+        budgets.saw_outcome(url, "FETCHED", 200, "")
+    novel = 1 + 31 + 1  # 2026 and 12; each day of December; 2027 and 01
+    assert budgets.shape_budget(host_key("a.org"), shape_key(january[0])) == 2 + novel
+    # Items: each a new number, each novel; the good pages bind.
+    for n in range(40):
+        budgets.saw_new(f"http://a.org/item-{n}.html")
+    for n in range(10):
+        budgets.saw_outcome(f"http://a.org/item-{n}.html", "FETCHED", 200, "")
+    assert budgets.shape_budget(host_key("a.org"), shape_key("http://a.org/item-1.html")) == 12
     off = Budgets(MemoryStore(), AdmissionSection(domain_base_urls=0, domain_trial_urls=0,
                                                   shape_base_urls=0))
     assert not off.enabled
@@ -155,6 +225,29 @@ def test_a_domain_stays_at_its_trial_until_its_pages_prove_good() -> None:
     assert _room(budgets, "a.farm.test") == UNLIMITED
 
 
+def test_a_domain_gets_its_trial_pages_until_one_proves_good() -> None:
+    section = AdmissionSection(domain_base_urls=0, domain_trial_urls=10, shape_base_urls=0,
+                               trial_pages=3)
+    budgets = Budgets(MemoryStore(), section)
+    pages = [f"http://farm.test/cheap-deals-{i}.html" for i in range(12)]
+    budgets.saw_found([(page, "L", "http://a.org/") for page in pages])
+    assert _room(budgets, "farm.test") == 3
+    budgets.released(np.array([host_key("farm.test")] * 3), np.zeros(3, dtype=np.uint32))
+    budgets.saw_outcome(pages[0], "FETCHED", 200, "thin:repeated-words")
+    budgets.saw_outcome(pages[1], "FETCHED", 200, "duplicate:payload")
+    assert _room(budgets, "farm.test") == 0  # nothing good yet
+    # A URL that gave no page (a redirect to follow, a dead link) gives its place back, as
+    # far as the trial goes.
+    budgets.saw_outcome(pages[2], "REDIRECT", 301, "http:301")
+    assert _room(budgets, "farm.test") == 1
+    for _ in range(20):
+        budgets.saw_outcome(pages[5], "HTTP_ERROR", 404, "http:404")
+    assert _room(budgets, "farm.test") == 10 - 3
+    # A good page lifts it: the trial's 10, and 2 for the page.
+    budgets.saw_outcome(pages[3], "FETCHED", 200, "")
+    assert _room(budgets, "farm.test") == 12 - 3
+
+
 def test_counters_go_through_the_cache() -> None:
     backing = MemoryStore()
     cached = CachedStore(backing, capacity=2)
@@ -171,7 +264,7 @@ def test_the_crawl_db_defers_what_is_over_budget_and_releases_it_when_the_budget
     section = dataclasses.replace(CrawlDbSection(), fsync=False)
     budgets = Budgets(MemoryStore(), AdmissionSection(domain_base_urls=2,
                                                       domain_urls_per_linking_domain=2,
-                                                      shape_base_urls=0))
+                                                      shape_base_urls=0, trial_pages=0))
     db = CrawlDbPartition(str(tmp_path / "p"), section, budgets=budgets,
                           priority=PrioritySection(host_window=100))
     farm = [(f"http://farm.test/p/{i}", "L", "http://farm.test/") for i in range(6)]
@@ -189,6 +282,42 @@ def test_the_crawl_db_defers_what_is_over_budget_and_releases_it_when_the_budget
     sent = [item[0] for _, batch in answer.requests for item in decode_entries(batch)]
     assert sent == ["http://farm.test/p/2", "http://farm.test/p/3"]
     assert db.deferred["budget:domain"] == 2
+
+
+def test_the_crawl_db_holds_a_listings_filter_combinations_at_what_they_showed(
+    tmp_path: Path,
+) -> None:
+    section = dataclasses.replace(CrawlDbSection(), fsync=False)
+    budgets = Budgets(MemoryStore(), AdmissionSection(domain_base_urls=0, domain_trial_urls=0,
+                                                      shape_base_urls=1,
+                                                      shape_urls_per_good_page=4.0))
+    db = CrawlDbPartition(str(tmp_path / "p"), section, budgets=budgets,
+                          priority=PrioritySection(host_window=100))
+    shop = "http://a.org/shop/"
+    singles = [f"{shop}?colour={c}" for c in ("red", "blue", "green")]
+    combos = [f"{shop}?colour={c}&size={s}" for c in ("red", "blue", "green") for s in "sml"]
+    db.apply([(url, "L", shop) for url in singles], [], T0, cash=[1.0] * 3)
+    first = [item[0] for _, batch in db.flush(T0 + 1).requests for item in decode_entries(batch)]
+    assert len(first) == 1  # the base
+    done = [(url, "FETCHED", 200, "", T0 + 2) for url in first]
+    db.apply([(url, "L", first[0]) for url in combos], done, T0 + 2, cash=[0.5] * 9)
+    sent = [item[0] for _, batch in db.flush(T0 + 2000).requests
+            for item in decode_entries(batch)]
+    # One good page and three novel URLs (the combinations are counted as they merge): room
+    # for three more, the other singles first (the better ranked).
+    assert len(sent) == 3
+    assert set(singles) - set(first) <= set(sent)
+    done = [(url, "FETCHED", 200, "", T0 + 3) for url in sent]
+    db.apply([], done, T0 + 3)
+    sent = [item[0] for _, batch in db.flush(T0 + 4000).requests
+            for item in decode_entries(batch)]
+    # Four good pages would allow sixteen more, but the shape showed six novel URLs (the
+    # three colours, and the first combination of each size): 1 + 6 in all, three more now.
+    # The rest, combinations of what was shown, wait.
+    assert len(sent) == 3
+    assert set(sent) <= set(combos)
+    assert db.deferred["budget:shape"] == 5
+    assert db.pending == 0
 
 
 def test_the_level_is_the_typical_cash_of_the_pages_fetched_lately() -> None:
