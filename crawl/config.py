@@ -492,8 +492,8 @@ class AdmissionSection:
     shape_urls_per_good_page: float = 2.0
     #: A registered domain gets at most trial_pages URLs (and one more for each that gave no
     #: page, up to domain_trial_urls) until one of its pages proves good, and a host's shape
-    #: whose first trial_pages pages fetched (2xx) are none of them good no more than that
-    #: many (a link farm's keyword pages, a session id's copies). 0: off.
+    #: of URLs with a query whose first trial_pages pages fetched (2xx) are none of them good
+    #: no more than that many (a link farm's keyword pages, a session id's copies). 0: off.
     trial_pages: int = 3
 
     def _validate(self) -> None:

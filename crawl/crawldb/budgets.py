@@ -25,8 +25,8 @@ crawl DB, keeps its rank, and goes out as soon as its budget grows.
   number of its path in its place, a parameter of its query). A shop's thousands of
   ``/item-#.html`` pages, each a new number and a page of its own, keep their shape growing;
   a calendar's days and a listing's filter combinations, pages of their own but combinations
-  of the dates and filters already shown, stop. A shape whose first ``trial_pages`` pages
-  fetched prove nothing (a session id's copies) gets no more than those.
+  of the dates and filters already shown, stop. A shape of URLs with a query whose first
+  ``trial_pages`` pages fetched prove nothing (a session id's copies) gets no more than those.
 
 The crawl DB's releases ask :meth:`Budgets.groups`, :meth:`Budgets.group_limits` and
 :meth:`Budgets.shape_limits` (the DRUM's :class:`drum.ReleaseLimits`), and tell
@@ -71,7 +71,7 @@ UNLIMITED = 1 << 62
 #   X <domain hash>               outcomes of the domain that were no page (2xx)
 #   H <host hash>                 the host's domain hash
 #   P <host hash> <shape hash>    URLs of the shape released
-#   F <host hash> <shape hash>    pages of the shape fetched (2xx)
+#   F <host hash> <shape hash>    pages of the shape fetched (2xx; query shapes only)
 #   G <host hash> <shape hash>    pages of the shape that proved good
 #   V <host hash> <shape hash>    new URLs of the shape that were novel
 #   W <value hash> <host hash> <shape hash>   1: a value the shape has shown
@@ -205,7 +205,9 @@ class Budgets:
             if self.trial:  # (no page: a redirect, an error; the domain's trial goes on)
                 self._add(f"X\t{host_key(registered_domain(host))}")
             return
-        if self.shapes:
+        if self.shapes and "?" in url:
+            # (The trial is for queries: a site's own pages of short, alike text are no
+            # session id's copies.)
             self._add(f"F\t{host_key(host)}\t{shape_key(url)}")
         if not reason.startswith(("duplicate", "thin")):
             self._count_good(url, 1)
