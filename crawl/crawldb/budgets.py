@@ -71,7 +71,8 @@ UNLIMITED = 1 << 62
 #   X <domain hash>               outcomes of the domain that were no page (2xx)
 #   H <host hash>                 the host's domain hash
 #   P <host hash> <shape hash>    URLs of the shape released
-#   F <host hash> <shape hash>    pages of the shape fetched (2xx; query shapes only)
+#   A <host hash> <shape hash>    outcomes of a path's shape (any answer)
+#   F <host hash> <shape hash>    pages of a query's shape fetched (2xx)
 #   G <host hash> <shape hash>    pages of the shape that proved good
 #   V <host hash> <shape hash>    new URLs of the shape that were novel
 #   W <value hash> <host hash> <shape hash>   1: a value the shape has shown
@@ -201,14 +202,18 @@ class Budgets:
     def saw_outcome(self, url: str, status: str, http_status: int, reason: str) -> None:
         """A fetch outcome: a good page raises its shape's and its domain's budgets."""
         host = host_of(url)
-        if status != Status.FETCHED.value or not 200 <= http_status < 300:
+        page = status == Status.FETCHED.value and 200 <= http_status < 300
+        if self.shapes:
+            # A path's URL lets the next one go whatever it answered (a site's own short or
+            # alike pages, its dead links); a query's pages are counted for its trial.
+            if "?" not in url:
+                self._add(f"A\t{host_key(host)}\t{shape_key(url)}")
+            elif page:
+                self._add(f"F\t{host_key(host)}\t{shape_key(url)}")
+        if not page:
             if self.trial:  # (no page: a redirect, an error; the domain's trial goes on)
                 self._add(f"X\t{host_key(registered_domain(host))}")
             return
-        if self.shapes and "?" in url:
-            # (The trial is for queries: a site's own pages of short, alike text are no
-            # session id's copies.)
-            self._add(f"F\t{host_key(host)}\t{shape_key(url)}")
         if not reason.startswith(("duplicate", "thin")):
             self._count_good(url, 1)
 
@@ -307,6 +312,10 @@ class Budgets:
             if fetched >= section.trial_pages:
                 return min(base, section.trial_pages)
         novel = store.get(f"V\t{host}\t{shape}") or 0
+        answered = store.get(f"A\t{host}\t{shape}") or 0
+        if answered:  # a path's shape: each answer lets one more go, a good page one besides
+            extra = max(section.shape_urls_per_good_page - 1, 0.0) * max(good, 0)
+            return base + min(novel, answered + int(extra))
         return base + min(novel, int(section.shape_urls_per_good_page * good))
 
     def shape_room(self, host: int, shape: int) -> int:

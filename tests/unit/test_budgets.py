@@ -154,14 +154,17 @@ def test_a_shape_whose_first_pages_prove_nothing_stops_at_its_trial() -> None:
     # A good page lifts the trial.
     budgets.saw_outcome(copies[4], "FETCHED", 200, "")
     assert _shape_room(budgets, copies[0]) == 10 + 1 - 5
-    # Pages of a path shape are no session id's: a site of short, alike pages goes on.
+    # Pages of a path's shape are no session id's: a site of short, alike pages (or of dead
+    # links) goes on, each answer letting the next one go.
     alike = [f"http://a.org/photo-{i}.html" for i in range(20)]
     for url in alike:
         budgets.saw_new(url)
-    for url in alike[:5]:
+    _release(budgets, *alike[:10])
+    for url in alike[:4]:
         budgets.saw_outcome(url, "FETCHED", 200, "")
         budgets.saw_near_duplicate(url)
-    assert _shape_room(budgets, alike[0]) == 10
+    budgets.saw_outcome(alike[4], "HTTP_ERROR", 404, "http:404")
+    assert _shape_room(budgets, alike[0]) == 10 + 5 - 10
 
 
 def test_a_shape_budget_grows_no_further_than_its_novel_urls() -> None:
