@@ -485,9 +485,10 @@ class AdmissionSection:
     #: The domains of the seeds have no budget.
     seed_domains_unbudgeted: bool = True
     #: A host's URLs of one shape released at most: shape_base_urls, plus
-    #: shape_urls_per_good_page for each of its pages that proved good, but no more than its
-    #: new URLs that brought a number or a parameter the shape had not shown. 0: no shape
-    #: budget.
+    #: shape_urls_per_good_page for each of its pages that proved good (for a path's shape,
+    #: one for each URL answered, whatever the answer, and the rest for a good page), but no
+    #: more than its new URLs that brought a number or a parameter the shape had not shown.
+    #: 0: no shape budget.
     shape_base_urls: int = 10
     shape_urls_per_good_page: float = 2.0
     #: A registered domain gets at most trial_pages URLs (and one more for each that gave no
