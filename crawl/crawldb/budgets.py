@@ -35,10 +35,11 @@ deferred, by reason (``budget:domain``, ``budget:shape``).
 
 The counters live in a :class:`CounterStore` (string keys, integer values): a dict in tests,
 Flink MapState in the job (the partition's keyed state, checkpointed with it), behind a bounded
-in-memory cache. Every host of a registered domain is in one crawl DB partition (URLs are
-partitioned by registered domain), so each counter is complete where it is kept; the links a
-domain's pages make arrive in its own partition with their outcomes, which is what tells a
-reciprocal link from support.
+in-memory cache. They are a few per domain, host and shape, and one per value shown by a
+shape whose URLs have a query or several numbers (at most one per such URL). Every host of a
+registered domain is in one crawl DB partition (URLs are partitioned by registered domain), so
+each counter is complete where it is kept; the links a domain's pages make arrive in its own
+partition with their outcomes, which is what tells a reciprocal link from support.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ UNLIMITED = 1 << 62
 #   T <domain hash>               1: a seed's domain (no budget)
 #   R <domain hash>               URLs of the domain released
 #   Y <domain hash>               pages of the domain that proved good
-#   X <domain hash>               outcomes of the domain that were no page (2xx)
+#   X <domain hash>               outcomes of the domain that were no page (no 2xx)
 #   H <host hash>                 the host's domain hash
 #   P <host hash> <shape hash>    URLs of the shape released
 #   A <host hash> <shape hash>    outcomes of a path's shape (any answer)

@@ -7,7 +7,7 @@ each linked once from a real site, whose every path is a page of keywords and li
 farm (an endless supply of them), and on real sites a calendar, session ids in URLs, a
 repeating relative path and a listing's filter combinations. The crawl runs with the default
 budgets and no page budget: it must fetch every reachable real page, keep each farm domain to
-its trial (``admission.domain_trial_urls``: its pages repeat a few words, so none proves
+its first pages (``admission.trial_pages``: its pages repeat a few words, so none proves
 good), keep each endless space to what its shape's budget allows, and then stop by itself,
 saying what it deferred.
 """
@@ -81,13 +81,13 @@ def test_farms_and_endless_spaces_are_held_and_the_crawl_ends_by_itself(
     print("fetches by kind:", {kind.value: len(urls) for kind, urls in fetched.items()})
     admission = AdmissionSection()
 
-    # Each farm domain stays at its trial: its pages repeat a few keywords, none proves good.
+    # Each farm domain stays at its first pages: they repeat a few keywords, none proves good.
     farms: dict[str, list[str]] = collections.defaultdict(list)
     for url in fetched[UrlKind.FARM]:
         farms[registered_domain(url.split("/")[2])].append(url)
     assert len(farms) >= 3, farms.keys()  # the farms were found, on several domains
     for domain, urls in farms.items():
-        assert len(urls) <= admission.domain_trial_urls, (domain, urls)
+        assert len(urls) <= admission.trial_pages, (domain, urls)
 
     # The calendar: its month and day views are one shape, whose pages recombine the days,
     # months and years it has shown: the base, plus at most one URL per value shown.
@@ -118,4 +118,3 @@ def test_farms_and_endless_spaces_are_held_and_the_crawl_ends_by_itself(
     assert summary["urls_deferred"]["budget:domain"] > 0
     assert summary["urls_deferred"]["budget:shape"] > 0
     assert "URLs deferred" in process.stdout
-
