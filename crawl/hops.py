@@ -11,10 +11,12 @@ __all__ = [
     "EMBED",
     "INFERRED",
     "LINK",
+    "NOT_FOUND_PROBE",
     "PREREQUISITE",
     "REDIRECT",
     "SITEMAP",
     "SITEMAP_LISTED",
+    "is_not_found_probe",
     "is_prerequisite",
     "is_sitemap_hops",
     "sitemap_level",
@@ -29,6 +31,9 @@ EMBED = "E"
 REDIRECT = "R"
 #: A prerequisite of its host: robots.txt.
 PREREQUISITE = "P"
+#: A host's not-found probe: a path it cannot have, asked to tell its soft 404s
+#: (:mod:`crawl.content.soft404`).
+NOT_FOUND_PROBE = "N"
 #: A URL inferred from another: a directory above a fetched page (``scope.path_ascending``).
 INFERRED = "I"
 #: A sitemap document, named by robots.txt or by a sitemap index.
@@ -40,6 +45,11 @@ SITEMAP_LISTED = "M"
 def is_prerequisite(hops: str) -> bool:
     """Whether ``hops`` reached a robots.txt (its last hop is ``P``)."""
     return hops.endswith(PREREQUISITE)
+
+
+def is_not_found_probe(hops: str) -> bool:
+    """Whether ``hops`` reached a host's not-found probe."""
+    return hops == NOT_FOUND_PROBE
 
 
 def is_sitemap_hops(hops: str) -> bool:
@@ -55,7 +65,8 @@ def sitemap_level(hops: str) -> int:
 
 #: How a URL was found, by its last hop, in words.
 _WAYS = {"": "seed", LINK: "link", EMBED: "embed", REDIRECT: "redirect", SITEMAP: "sitemap",
-         SITEMAP_LISTED: "sitemap entry", INFERRED: "inferred directory"}
+         SITEMAP_LISTED: "sitemap entry", INFERRED: "inferred directory",
+         NOT_FOUND_PROBE: "not-found probe"}
 
 
 def way_found(hops: str) -> str:

@@ -54,6 +54,10 @@ class FetchResult:
     #: The URL's cash when the crawl DB released it (:mod:`crawl.urls.priority`): what the page
     #: passes on to the URLs it leads to (0 without priority).
     cash: float = 0.0
+    #: The encoded print of the host's not-found page when the host answers paths it cannot
+    #: have with 200 (:mod:`crawl.content.soft404`), for the process stage to tell a soft 404;
+    #: "" otherwise.
+    not_found: str = ""
 
     def header(self, name: str) -> str | None:
         """The first response header called ``name`` (case-insensitive), or None."""

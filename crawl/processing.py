@@ -62,6 +62,7 @@ from crawl.content.sitemaps import (
     parse_sitemap,
     sitemaps_in_robots,
 )
+from crawl.content.soft404 import is_soft_404
 from crawl.crawldb.recrawl import (
     CHANGEFREQ_SECONDS,
     Observation,
@@ -76,6 +77,7 @@ from crawl.hops import (
     REDIRECT,
     SITEMAP,
     SITEMAP_LISTED,
+    is_not_found_probe,
     is_prerequisite,
     is_sitemap_hops,
     sitemap_level,
@@ -94,12 +96,15 @@ from crawl.stages import (
     PROCESS_LINKS_HELD_CASH,
     PROCESS_LINKS_RECENT,
     PROCESS_LINKS_REJECTED,
+    PROCESS_LINKS_SOFT_404,
     PROCESS_NEARDUP_QUERIES,
+    PROCESS_NOT_FOUND_PROBES,
     PROCESS_PAGES,
+    PROCESS_PAGES_SOFT_404,
     PROCESS_WARC_NOT_MODIFIED,
     PROCESS_WARC_REVISITS,
 )
-from crawl.status import Status
+from crawl.status import SOFT_404_REASON, Status
 from crawl.urls.normalize import (
     DEFAULT_NORMALIZER,
     UrlError,
@@ -319,11 +324,21 @@ class PageProcessor:
         self._hints, self._lastmods = {}, {}
         status = self._status
         robots = is_prerequisite(result.hops)
+        probe = is_not_found_probe(result.hops)
         page: ParsedLinks | None = None
+        soft_404 = False
         if robots:
             found = self._robots_sitemaps(result)
+        elif probe:
+            found = []
         else:
             found, page = self._outlinks(result)
+            if result.not_found and page is not None and is_soft_404(result, page):
+                # The host's not-found page again: its links are the site's navigation or
+                # lead deeper into paths that answer the same.
+                soft_404 = True
+                status.count(PROCESS_LINKS_SOFT_404.name, len(found))
+                found = []
             if (self._path_ascending and result.http_status > 0
                     and not is_sitemap_hops(result.hops)):
                 parents = parent_directories(result.url)
@@ -356,7 +371,8 @@ class PageProcessor:
             digest = self._warc.write(result, metadata, revisit_of=earlier, payload_digest=known,
                                       profile=profile)
             # At once: a process killed between the two loses this line (README, Failures).
-            self._log.log(result, payload_digest=digest)
+            self._log.log(result, payload_digest=digest,
+                          reason=SOFT_404_REASON if soft_404 else None)
             if last_capture is not None:
                 status.count(PROCESS_WARC_NOT_MODIFIED.name)
             elif earlier is not None:
@@ -365,7 +381,8 @@ class PageProcessor:
             elif captures is not None and key.startswith("sha1:") and self._warc.last_capture:
                 captures.put(key, self._warc.last_capture)
             # An exact duplicate is a revisit already; the others meet the near-duplicate stage.
-            near_query = self._near_duplicates and fingerprint is not None and earlier is None
+            near_query = (self._near_duplicates and fingerprint is not None and earlier is None
+                          and not soft_404)
             status.count("warc.pairs")
             status.count(PROCESS_BYTES.name, len(result.body))
         else:
@@ -375,6 +392,10 @@ class PageProcessor:
         if robots:
             status.count(f"robots.{result.status.value}")
             return self._route(found, None, "", 0.0)
+        if probe:
+            status.count(PROCESS_NOT_FOUND_PROBES.member(
+                "soft-404" if result.not_found else _probe_answer(result)))
+            return []
         status.count(PROCESS_PAGES.member(result.status.value))
         if result.status is not Status.ROBOTS_DENIED:
             status.count(PROCESS_FOUND_BY.member(way_found(result.hops)))
@@ -385,7 +406,10 @@ class PageProcessor:
         # words, says so in its outcome: the crawl DB's budgets count it as no good page
         # (crawl/crawldb/budgets.py).
         reason = result.reason
-        if not reason and copy_of_another:
+        if not reason and soft_404:
+            reason = SOFT_404_REASON
+            status.count(PROCESS_PAGES_SOFT_404.name)
+        elif not reason and copy_of_another:
             reason = DUPLICATE_REASON
         elif not reason and fingerprint is not None and fingerprint.repetitive:
             reason = REPETITIVE_REASON
@@ -716,6 +740,11 @@ def _revisit(result: FetchResult, digest: str, simhash: int | None = None) -> Re
         else:
             observation = Observation(digest64(digest), etag, modified)
     return Revisit(state, observation)
+
+
+def _probe_answer(result: FetchResult) -> str:
+    """What a not-found probe that showed no soft 404 got: its status class, or ``error``."""
+    return f"{result.http_status // 100}xx" if result.http_status else "error"
 
 
 def _other_domains(url: str, found: list[FoundUrl]) -> list[tuple[str, str]]:

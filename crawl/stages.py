@@ -75,8 +75,11 @@ __all__ = [
     "PROCESS_LINKS_HELD_CASH",
     "PROCESS_LINKS_RECENT",
     "PROCESS_LINKS_REJECTED",
+    "PROCESS_LINKS_SOFT_404",
     "PROCESS_NEARDUP_QUERIES",
+    "PROCESS_NOT_FOUND_PROBES",
     "PROCESS_PAGES",
+    "PROCESS_PAGES_SOFT_404",
     "PROCESS_WARC_NOT_MODIFIED",
     "PROCESS_WARC_REVISITS",
     "STAGES",
@@ -230,6 +233,13 @@ PROCESS_LINKS_HELD_CASH = Figure(PROCESS, "links.held_cash")
 PROCESS_LINKS_REJECTED = Figure(PROCESS, "links.rejected")
 #: Queries sent to the near-duplicate stage.
 PROCESS_NEARDUP_QUERIES = Figure(PROCESS, "neardup.queries")
+#: Hosts' not-found probes by what they answered: ``not_found_probes.soft-404`` (a page),
+#: ``not_found_probes.4xx``, ``.3xx``, ``.5xx``, ``.2xx`` (no HTML page), ``.error``.
+PROCESS_NOT_FOUND_PROBES = Figure(PROCESS, "not_found_probes")
+#: Pages found to be their host's not-found page, soft 404s (:mod:`crawl.content.soft404`)...
+PROCESS_PAGES_SOFT_404 = Figure(PROCESS, "pages.soft_not_found")
+#: ...and the links of theirs not followed.
+PROCESS_LINKS_SOFT_404 = Figure(PROCESS, "links.soft_not_found")
 
 # The near-duplicate stage (operators/neardup.py).
 #: Pages the stage's index holds (gauge).

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from crawl.compat import StrEnum
 
-__all__ = ["Status", "crawl_log_code"]
+__all__ = ["SOFT_404_REASON", "Status", "crawl_log_code"]
+
+#: The reason of a FETCHED page that is its host's not-found page (crawl/content/soft404.py).
+SOFT_404_REASON = "soft-404"
 
 
 class Status(StrEnum):

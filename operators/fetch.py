@@ -26,6 +26,9 @@ State, keyed by host:
    the failures) in the state ``host``: each is read once, upgraded and moved to ``host-v2``
    (a Flink row state cannot change its number of fields in place).
 3. ``robots``: a row with the last robots.txt fetch (status, text, fetched, expires, reason).
+4. ``not-found``: what the host answered for a path it cannot have
+   (:attr:`crawl.frontier.scheduler.HostState.not_found`; none: not asked yet), with the
+   last hosts' answers in memory in front of it (:class:`crawl.content.soft404.NotFoundAnswers`).
 """
 
 from __future__ import annotations
@@ -42,10 +45,14 @@ from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from crawl.config import (
     Config,
     FetchSection,
+    ParseSection,
     PolitenessSection,
     RobotsSection,
+    UrlsSection,
     UserAgentSection,
 )
+from crawl.content.links import LinkExtractor
+from crawl.content.soft404 import NotFoundAnswers, not_found_print
 from crawl.crawldb.recrawl import conditional_headers
 from crawl.fetch_requests import decode_batch
 from crawl.frontier.budget import PageBudget
@@ -81,6 +88,7 @@ from crawl.stages import (
     FETCH_TIMERS,
 )
 from crawl.status import Status
+from crawl.urls.normalize import UrlNormalizer
 from crawl.urls.routing import group_of_key, host_of_key
 from operators.context import OpenedStage
 from operators.metrics import fetch_latency_histogram, mirror_status
@@ -132,7 +140,8 @@ ROBOTS_ROW = Types.ROW_NAMED(
 @dataclasses.dataclass(frozen=True)
 class FetchSettings:
     """What the fetch stage is configured by: the sections of the frontier and the HTTP
-    client, the page budget, and the size limit of sitemaps."""
+    client, the page budget, the size limit of sitemaps, and the parse and URL sections (a
+    not-found probe's answer is read as the process stage reads pages)."""
 
     politeness: PolitenessSection
     robots: RobotsSection
@@ -142,6 +151,8 @@ class FetchSettings:
     max_pages: int
     #: ``sitemaps.max_bytes``: a sitemap's body may be larger than a page's.
     sitemap_max_bytes: int
+    parse: ParseSection = dataclasses.field(default_factory=ParseSection)
+    urls: UrlsSection = dataclasses.field(default_factory=UrlsSection)
 
     @classmethod
     def from_config(cls, config: Config) -> FetchSettings:
@@ -152,6 +163,8 @@ class FetchSettings:
             fetch=config.fetch,
             max_pages=config.crawl.max_pages,
             sitemap_max_bytes=config.sitemaps.max_bytes,
+            parse=config.parse,
+            urls=config.urls,
         )
 
 
@@ -171,16 +184,28 @@ class FetchFunction(KeyedProcessFunction):
         self._host = runtime_context.get_state(ValueStateDescriptor("host-v2", HOST_ROW))
         self._host_v1 = runtime_context.get_state(ValueStateDescriptor("host", HOST_ROW_V1))
         self._robots = runtime_context.get_state(ValueStateDescriptor("robots", ROBOTS_ROW))
+        self._not_found = runtime_context.get_state(
+            ValueStateDescriptor("not-found", Types.STRING()))
+        self._not_found_answers = NotFoundAnswers()
         settings = self._settings
         layout = OutputLayout(self._output_dir)
         self._status = StageStatus(
             layout.status, FETCH.figures, subtask.index, subtask.attempt
         )
+        probe_reader = None
+        if settings.fetch.not_found_probe:
+            links = LinkExtractor.from_section(settings.parse, settings.user_agent.product,
+                                               UrlNormalizer.from_section(settings.urls))
+
+            def probe_reader(result: FetchResult) -> str:
+                return not_found_print(result, links)
+
         self._scheduler = HostScheduler(
             settings.politeness,
             settings.robots,
             settings.user_agent,
             PageBudget(layout.budget, settings.max_pages),
+            not_found_print=probe_reader,
         )
         self._flights = FetchesInFlight.from_section(settings.politeness)
         # robots.txt redirects are followed by the client, spaced like any requests.
@@ -358,9 +383,11 @@ class FetchFunction(KeyedProcessFunction):
         if row is None:
             return HostState(HostQueue(self._queue))
         fields = tuple(row)
-        return host_state(
+        state = host_state(
             fields, self._queue, self._robots_record(host, fields[_ROBOTS_FETCHED_MS])
         )
+        state.not_found = self._not_found_answers.get(host, self._not_found.value)
+        return state
 
     def _max_bytes(self, order: FetchOrder) -> int | None:
         """robots.txt and sitemaps have limits of their own; pages the fetch section's."""
@@ -380,10 +407,17 @@ class FetchFunction(KeyedProcessFunction):
         robots_row = self._robots.value()  # after a restore, or evicted from the cache
         return RobotsRecord(*tuple(robots_row)[1:]) if robots_row is not None else None
 
+    def _store_not_found(self, answer: str | None) -> None:
+        if answer is None:
+            self._not_found.clear()
+        else:
+            self._not_found.update(answer)
+
     def _save(self, host: str, state: HostState, wake_ms: int, stored_robots_ms: int) -> None:
         robots = state.robots
         robots_ms = robots.fetched_ms if robots is not None else 0
         self._host.update(Row(*host_row(state, wake_ms, robots_ms)))
+        self._not_found_answers.put(host, state.not_found, self._store_not_found)
         if state.failures:
             self._failing.add(host)
         else:

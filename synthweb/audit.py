@@ -10,6 +10,11 @@ two spellings count as one page requested twice; trap and farm URLs are neither 
 refused (nor status-checked), and robots.txt of the trap and farm hosts may be asked.
 :func:`audit_policy` makes the policy's own checks: spellings per page, trap and farm requests.
 
+Each host may be asked once for a path nobody links to, ``/<20 hex digits>.html`` (the
+crawler's not-found probe, which tells a host's soft 404s), like any request after its
+robots.txt and spaced as politeness asks, but not on a host robots.txt closes to the crawler
+(every URL of the host it found disallowed).
+
 With the multi-domain profile (``expected.domains`` set) :func:`audit_log` neither requires
 nor refuses a URL outside ``expected.fetch`` and ``expected.never`` (junk, and what only junk
 leads to), and accepts the robots.txt of every host of the web.
@@ -26,6 +31,7 @@ robots.txt never answered.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
@@ -34,7 +40,23 @@ from synthweb.requestlog import RequestRecord
 from synthweb.truth import ExpectedCrawl
 from synthweb.urls import page_identity, split_url
 
-__all__ = ["PolicyAudit", "audit_hostile", "audit_log", "audit_policy"]
+__all__ = [
+    "NOT_FOUND_PROBE",
+    "PolicyAudit",
+    "audit_hostile",
+    "audit_log",
+    "audit_policy",
+    "is_page_path",
+]
+
+#: The path of a crawler's not-found probe.
+NOT_FOUND_PROBE = re.compile(r"/[0-9a-f]{20}\.html")
+
+
+def is_page_path(path: str) -> bool:
+    """Whether a request for ``path`` asks for a page: neither robots.txt nor a not-found
+    probe, which a crawler asks of each host for its own sake."""
+    return path != "/robots.txt" and not NOT_FOUND_PROBE.fullmatch(path)
 
 
 def audit_log(
@@ -69,6 +91,8 @@ def audit_log(
     domains = expected.domains
     retried: dict[str, list[RequestRecord]] = defaultdict(list)
     token = expected.agent_token.lower()
+    open_hosts = {split_url(url)[0] for url in expected.fetch}
+    closed_hosts = {split_url(url)[0] for url in expected.never} - open_hosts
     for record in records:
         by_host[record.host].append(record)
         url = record.url
@@ -89,6 +113,10 @@ def audit_log(
                 continue
             if url in rough.once:
                 continue
+        if NOT_FOUND_PROBE.fullmatch(record.path):
+            if record.host in closed_hosts:
+                problems.append(f"{url}: not-found probe of a host robots.txt closes")
+            continue
         if record.path == "/robots.txt":
             if (
                 record.host not in expected.robots

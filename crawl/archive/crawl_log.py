@@ -74,8 +74,9 @@ def format_line(*, timestamp_ms: int, status: Status, url: str, http_status: int
 
 
 def format_result_line(result: FetchResult, *, timestamp_ms: int,
-                       payload_digest: str | None = None) -> str:
-    """The line for ``result``; the body's digest is computed unless given (no response: -)."""
+                       payload_digest: str | None = None, reason: str | None = None) -> str:
+    """The line for ``result``; the body's digest is computed unless given (no response: -);
+    ``reason`` in place of the result's own."""
     has_response = result.http_status > 0
     if payload_digest is None:
         payload_digest = sha1_digest(result.body) if has_response else ""
@@ -83,7 +84,8 @@ def format_result_line(result: FetchResult, *, timestamp_ms: int,
         timestamp_ms=timestamp_ms, status=result.status, url=result.url,
         http_status=result.http_status, size=len(result.body) if has_response else None,
         hops=result.hops, via=result.via, content_type=result.content_type,
-        duration_ms=result.duration_ms, payload_digest=payload_digest, reason=result.reason)
+        duration_ms=result.duration_ms, payload_digest=payload_digest,
+        reason=result.reason if reason is None else reason)
 
 
 def parse_line(line: str) -> dict[str, Any]:
@@ -150,14 +152,17 @@ class CrawlLogWriter:
                                              name=f"crawl-log-flush:{path}", daemon=True)
             self._flusher.start()
 
-    def log(self, result: FetchResult, payload_digest: str | None = None) -> None:
-        """Append the line for ``result`` (see :func:`format_result_line`)."""
+    def log(self, result: FetchResult, payload_digest: str | None = None,
+            reason: str | None = None) -> None:
+        """Append the line for ``result`` (see :func:`format_result_line`); ``reason``, when
+        given, is what the crawl made of a response the fetch found nothing wrong with (a
+        soft 404)."""
         if result.started_ms > 0:
             timestamp_ms = result.started_ms + result.duration_ms
         else:
             timestamp_ms = self._clock()
         self.write_line(format_result_line(result, timestamp_ms=timestamp_ms,
-                                           payload_digest=payload_digest))
+                                           payload_digest=payload_digest, reason=reason))
 
     def log_refusal(self, url: str, hops: str, via: str, reason: str) -> None:
         """Append the line of a URL the crawl refused to enter (REJECTED, dated now)."""

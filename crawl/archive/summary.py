@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from crawl.archive.crawl_log import parse_line
-from crawl.hops import is_prerequisite, way_found
+from crawl.hops import is_not_found_probe, is_prerequisite, way_found
+from crawl.status import SOFT_404_REASON
 from crawl.urls.normalize import host_of
 
 __all__ = ["CrawlSummary", "summarise_crawl_logs"]
@@ -33,6 +34,8 @@ class CrawlSummary:
     pages_by_way: Counter[str] = dataclasses.field(default_factory=Counter)
     reasons: Counter[str] = dataclasses.field(default_factory=Counter)
     robots_fetches: int = 0
+    #: Hosts asked for a path they cannot have (crawl/content/soft404.py).
+    not_found_probes: int = 0
     bytes: int = 0
     hosts: int = 0
     first_fetch_ms: int = 0
@@ -114,6 +117,8 @@ class CrawlSummary:
         lines += [
             f"  robots denials  {self.robots_denials}",
             f"  robots.txt      {self.robots_fetches} fetches",
+            f"  soft 404s       {self.reasons.get(SOFT_404_REASON, 0)} pages "
+            f"({self.not_found_probes} hosts asked for a path they cannot have)",
             f"  bytes           {self.bytes}",
             f"  hosts           {self.hosts}",
             f"  URLs known      {self.urls_known}",
@@ -163,8 +168,13 @@ def summarise_crawl_logs(paths: Iterable[str | Path], since_ms: int = 0) -> Craw
                     continue
                 status = entry["status"].value
                 size = entry.get("size") or 0
-                if is_prerequisite(entry.get("hops", "")):
+                hops = entry.get("hops", "")
+                if is_prerequisite(hops):
                     summary.robots_fetches += 1
+                    summary.bytes += size
+                    continue
+                if is_not_found_probe(hops):
+                    summary.not_found_probes += 1
                     summary.bytes += size
                     continue
                 summary.pages_by_status[status] += 1

@@ -51,7 +51,7 @@ from typing import Protocol
 import numpy as np
 
 from crawl.config import AdmissionSection
-from crawl.status import Status
+from crawl.status import SOFT_404_REASON, Status
 from crawl.urls.normalize import host_of
 from crawl.urls.scope import registered_domain
 from crawl.urls.shapes import url_shape, url_values
@@ -201,9 +201,12 @@ class Budgets:
                 self._add(f"N\t{host_key(domain)}", -1)
 
     def saw_outcome(self, url: str, status: str, http_status: int, reason: str) -> None:
-        """A fetch outcome: a good page raises its shape's and its domain's budgets."""
+        """A fetch outcome: a good page raises its shape's and its domain's budgets; a soft
+        404 counts as no page."""
         host = host_of(url)
-        page = status == Status.FETCHED.value and 200 <= http_status < 300
+        # A soft 404 (crawl/content/soft404.py) is a dead link that answered with a page.
+        page = (status == Status.FETCHED.value and 200 <= http_status < 300
+                and reason != SOFT_404_REASON)
         if self.shapes:
             # A path's URL lets the next one go whatever it answered (a site's own short or
             # alike pages, its dead links); a query's pages are counted for its trial.

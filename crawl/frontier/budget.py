@@ -31,6 +31,11 @@ class PageBudget:
         """Whether there is a budget at all."""
         return self._max_pages > 0
 
+    @property
+    def spent(self) -> bool:
+        """Whether this claimant has found every token taken (it stays so)."""
+        return self._exhausted
+
     def claim(self) -> bool:
         """Take one token; False once all ``max_pages`` tokens are taken. Amortised O(1)."""
         if not self.limited:

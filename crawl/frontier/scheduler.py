@@ -21,7 +21,12 @@ at the host's state and its fetch in flight, and decides:
    fetch of the host) the queue waits and robots.txt is fetched again as the back-off allows,
    ``robots.unavailable_attempts`` times in a row in all, before the queued URLs are recorded
    ROBOTS_DENIED;
-5. otherwise URLs are taken from the queue: those robots.txt disallows are recorded as
+5. then, with ``fetch.not_found_probe``, the host is asked once for a path it cannot have
+   (:mod:`crawl.content.soft404`), if robots.txt allows it and the page budget is not spent:
+   what it answers (``HostState.not_found``) goes with each of its later pages, for the process
+   stage to tell its soft 404s. A new robots.txt fetch asks again. The probe claims no page
+   token: like robots.txt it is a prerequisite of the host's pages;
+6. otherwise URLs are taken from the queue: those robots.txt disallows are recorded as
    ROBOTS_DENIED without any request, the first allowed one is fetched (if the page budget
    grants a token).
 
@@ -38,8 +43,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import hashlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from crawl.config import PolitenessSection, RobotsSection, UserAgentSection
 from crawl.fetch_requests import QueueEntry
@@ -62,7 +68,7 @@ from crawl.frontier.robots import (
     robots_url,
     unparseable,
 )
-from crawl.hops import PREREQUISITE
+from crawl.hops import NOT_FOUND_PROBE, PREREQUISITE
 from crawl.model import FetchResult
 from crawl.stages import (
     FETCH_BACKOFFS,
@@ -78,6 +84,7 @@ __all__ = [
     "HOST_ROW_FIELDS",
     "HOST_ROW_VERSION",
     "LEASE_PAGE",
+    "LEASE_PROBE",
     "LEASE_ROBOTS",
     "FetchOrder",
     "HostScheduler",
@@ -85,11 +92,13 @@ __all__ = [
     "Wake",
     "host_row",
     "host_state",
+    "probe_url",
     "upgrade_host_row",
 ]
 
 LEASE_PAGE = "page"
 LEASE_ROBOTS = "robots"
+LEASE_PROBE = "probe"
 
 #: At most this many robots denials are recorded in one wake-up, then the host yields.
 _MAX_DENIALS_PER_WAKE = 200
@@ -98,6 +107,13 @@ _MAX_DENIALS_PER_WAKE = 200
 #: budget) finds every waiting host's timer due at once, not a minute later, when the launcher
 #: may already have judged the crawl idle (it sees a host's queue only once the host wakes).
 BUDGET_RETRY_MS = 2_000
+
+
+def probe_url(host: str, scheme: str = "http") -> str:
+    """The URL of a host's not-found probe, a path it cannot have: 20 hex digits drawn from
+    a hash of the host name, so a retried or repeated probe asks the same path."""
+    token = hashlib.sha1(f"not-found probe {host}".encode()).hexdigest()[:20]
+    return f"{scheme}://{host}/{token}.html"
 
 
 @dataclasses.dataclass(slots=True)
@@ -113,6 +129,11 @@ class HostState:
     lease_started_ms: int = 0
     #: Consecutive failures of the host (see :func:`crawl.frontier.politeness.back_off`).
     failures: int = 0
+    #: What the host answered for a path it cannot have: None, not asked (since its last
+    #: robots.txt fetch); "", no soft 404 (an error, a redirect, or not asked at all); else
+    #: the encoded :class:`crawl.content.soft404.NotFoundPrint` of its not-found page. Kept
+    #: apart from the host row (the fetch operator's state ``not-found``).
+    not_found: str | None = None
 
 
 #: Layout version of the host row. 1: the fields up to ``robots_fetched_ms``; 2 added
@@ -220,8 +241,12 @@ class HostScheduler:
         user_agent: UserAgentSection,
         budget: PageBudget,
         policy_cache_bytes: int = 64 * 1024 * 1024,
+        not_found_print: Callable[[FetchResult], str] | None = None,
     ) -> None:
+        """``not_found_print``: with the not-found probe on, what a probe's answer tells of
+        the host's not-found page (the encoded print, "" for none); None: no probe."""
         self._politeness = politeness
+        self._not_found_print = not_found_print
         self._robots = robots
         self._token = user_agent.product
         self._budget = budget
@@ -309,6 +334,16 @@ class HostScheduler:
             return wake
 
         policy = self.policy(host, state.robots)
+        if state.not_found is None:
+            if self._not_found_print is None or self._budget.spent:
+                state.not_found = ""
+            else:
+                url = self._probe_url(host, state)
+                if url and policy.verdict(url)[0]:
+                    self._lease(state, LEASE_PROBE, url, now_ms)
+                    wake.start = FetchOrder(url, LEASE_PROBE, NOT_FOUND_PROBE, "")
+                    return wake
+                state.not_found = ""
         denials = 0
         while True:
             payload = state.queue.pop()
@@ -342,6 +377,16 @@ class HostScheduler:
             self._lease(state, LEASE_PAGE, payload, now_ms)
             wake.start = FetchOrder(url, LEASE_PAGE, hops, via, entry.recrawl)
             return wake
+
+    @staticmethod
+    def _probe_url(host: str, state: HostState) -> str:
+        """The probe URL of ``host`` in the scheme of the next URL queued ("" if none)."""
+        payload = state.queue.pop()
+        if payload is None:
+            return ""
+        state.queue.push_front(payload)
+        scheme = QueueEntry.decode(payload).url.partition(":")[0]
+        return probe_url(host, scheme)
 
     def first_wake_ms(self, state: HostState, now_ms: int) -> int:
         """When a host that just got URLs (and has no wake-up pending) should look at them:
@@ -423,6 +468,7 @@ class HostScheduler:
             if result.recrawl is None:
                 result.recrawl = leased.recrawl
             result.cash = leased.rank  # a released URL's rank is its cash
+            result.not_found = state.not_found or ""
         crawl_delay = 0.0
         unreadable = False
         if state.lease_kind == LEASE_ROBOTS:
@@ -430,11 +476,15 @@ class HostScheduler:
                 result.http_status, result.body, result.reason, now_ms, self._robots,
                 result.truncated,
             )
+            state.not_found = None  # a new robots.txt: the host is asked again
             result.hops = PREREQUISITE
             unreadable = self._judge_robots_text(host, state, now_ms, wake)
             crawl_delay = self.policy(host, state.robots).crawl_delay_seconds
         elif state.robots is not None:
             crawl_delay = self.policy(host, state.robots).crawl_delay_seconds
+        if state.lease_kind == LEASE_PROBE:
+            result.url, result.hops = state.lease_payload, NOT_FOUND_PROBE
+            state.not_found = result.not_found = self._judge_probe(result)
         started = result.started_ms or state.lease_started_ms
         state.last_duration_ms = max(0, result.duration_ms)
         finished = started + state.last_duration_ms
@@ -465,6 +515,15 @@ class HostScheduler:
                 wake.events.append(FETCH_RETRIES_EXHAUSTED.name)
         wake.results.append(result)
         self._release(state)
+
+    def _judge_probe(self, result: FetchResult) -> str:
+        """What a probe's answer tells of the host's not-found page ("" for none)."""
+        if self._not_found_print is None or not 200 <= result.http_status < 300:
+            return ""
+        try:
+            return self._not_found_print(result)
+        except Exception:  # noqa: BLE001 - a page of the web must not stop the host
+            return ""
 
     def _apply_back_off(
         self, state: HostState, verdict: BackOff, wake: Wake, *, robots: bool

@@ -36,7 +36,7 @@ import numpy as np
 
 from crawl.archive.crawl_log import COLUMNS, parse_line
 from crawl.config import PolitenessSection
-from crawl.hops import PREREQUISITE
+from crawl.hops import NOT_FOUND_PROBE, PREREQUISITE
 from crawl.status import Status
 
 __all__ = [
@@ -90,6 +90,8 @@ class CrawlLogColumns:
         self.content_type = array("i")
         #: 1 for a robots.txt fetch (its hop path ends in ``P``).
         self.robots = array("b")
+        #: 1 for a host's not-found probe (hop path ``N``): neither a page nor robots.txt.
+        self.probe = array("b")
         self.url_hash = array("q")
         #: 0 without a digest.
         self.digest_hash = array("q")
@@ -156,6 +158,7 @@ class CrawlLogColumns:
         self.reason.append(reason_id)
         self.content_type.append(type_id)
         self.robots.append(hops.endswith(PREREQUISITE))
+        self.probe.append(hops == NOT_FOUND_PROBE)
         self.url_hash.append(hash(url))
         self.digest_hash.append(0 if digest == "-" else hash(digest) or 1)
         return True
@@ -267,11 +270,13 @@ def log_figures(columns: CrawlLogColumns, spacing: SpacingRules | None = None, *
     reason = np.frombuffer(columns.reason, dtype=np.int32)
     ctype = np.frombuffer(columns.content_type, dtype=np.int32)
     robots = np.frombuffer(columns.robots, dtype=np.int8).astype(bool)
+    # A host's prerequisites: its robots.txt and its not-found probe, no pages.
+    prerequisite = robots | np.frombuffer(columns.probe, dtype=np.int8).astype(bool)
     url_hash = np.frombuffer(columns.url_hash, dtype=np.int64)
     digest = np.frombuffer(columns.digest_hash, dtype=np.int64)
 
     requested = ~np.isin(status, _NO_REQUEST)
-    page = ~robots
+    page = ~prerequisite
     fetched_page = page & requested
     answered = code > 0
     failure = requested & ((status == _FETCH_ERROR) | (code == 429) | (code >= 500))
@@ -316,24 +321,25 @@ def log_figures(columns: CrawlLogColumns, spacing: SpacingRules | None = None, *
     figures.robots_fetches = int((robots & requested).sum())
     figures.bytes = int(size[requested & answered].sum())
 
-    _latency(figures, duration, requested, robots, status, code)
+    _latency(figures, duration, requested, robots, prerequisite, status, code)
     _content(figures, columns, ctype, size, status, fetched_page & answered & (code != 304))
     _novelty(figures, timeline, per_bin, end, code, url_hash, digest,
              fetched_page & answered, n_bins, bins)
     _hosts(figures, columns, spacing, host, start, end, duration, size, requested, failure,
-           robots, origin, bin_ms, n_bins, top_hosts, max_host_points)
+           prerequisite, origin, bin_ms, n_bins, top_hosts, max_host_points)
     timeline["hosts_active"] = _distinct_per_bin(bins[requested], host[requested], n_bins)
     return figures
 
 
 def _latency(figures: LogFigures, duration: np.ndarray, requested: np.ndarray,
-             robots: np.ndarray, status: np.ndarray, code: np.ndarray) -> None:
+             robots: np.ndarray, prerequisite: np.ndarray, status: np.ndarray,
+             code: np.ndarray) -> None:
+    page = requested & ~prerequisite
     groups = {
-        "FETCHED": requested & ~robots & (status == _FETCHED) & (code < 300),
-        "REDIRECT or 304": requested & ~robots & (status != _FETCH_ERROR)
-        & (code >= 300) & (code < 400),
-        "HTTP_ERROR": requested & ~robots & (code >= 400),
-        "FETCH_ERROR": requested & ~robots & (status == _FETCH_ERROR),
+        "FETCHED": page & (status == _FETCHED) & (code < 300),
+        "REDIRECT or 304": page & (status != _FETCH_ERROR) & (code >= 300) & (code < 400),
+        "HTTP_ERROR": page & (code >= 400),
+        "FETCH_ERROR": page & (status == _FETCH_ERROR),
         "robots.txt": requested & robots,
     }
     edges = np.append(_LATENCY_EDGES, np.iinfo(np.int64).max)
@@ -341,7 +347,7 @@ def _latency(figures: LogFigures, duration: np.ndarray, requested: np.ndarray,
         if mask.any():
             counts, _ = np.histogram(duration[mask], bins=np.append(0, edges))
             figures.latency_counts[name] = counts.tolist()
-    pages = duration[requested & ~robots]
+    pages = duration[page]
     if pages.size:
         for q in (50, 90, 99):
             figures.latency_percentiles_ms[f"p{q}"] = float(np.percentile(pages, q))
@@ -422,8 +428,9 @@ def _novelty(figures: LogFigures, timeline: dict[str, list[float | None]],
 
 def _hosts(figures: LogFigures, columns: CrawlLogColumns, spacing: SpacingRules,
            host: np.ndarray, start: np.ndarray, end: np.ndarray, duration: np.ndarray,
-           size: np.ndarray, requested: np.ndarray, failure: np.ndarray, robots: np.ndarray,
-           origin: int, bin_ms: int, n_bins: int, top_hosts: int, max_points: int) -> None:
+           size: np.ndarray, requested: np.ndarray, failure: np.ndarray,
+           prerequisite: np.ndarray, origin: int, bin_ms: int, n_bins: int, top_hosts: int,
+           max_points: int) -> None:
     rows = np.flatnonzero(requested)
     figures.host_count = int(np.unique(host[rows]).size) if rows.size else 0
     timeline = figures.timeline
@@ -454,7 +461,7 @@ def _hosts(figures: LogFigures, columns: CrawlLogColumns, spacing: SpacingRules,
 
     n_hosts = len(columns.hosts)
     requests = np.bincount(host[rows], minlength=n_hosts)
-    page_rows = rows[~robots[rows]]
+    page_rows = rows[~prerequisite[rows]]
     pages = np.bincount(host[page_rows], minlength=n_hosts)
     failures = np.bincount(host[rows], weights=failure[rows], minlength=n_hosts)
     byte_rows = rows[size[rows] > 0]

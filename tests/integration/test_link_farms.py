@@ -1,5 +1,5 @@
-"""End to end: link farms on many domains and endless spaces on real sites, held to what their
-pages show, and a crawl that ends by itself with what its budgets deferred.
+"""End to end: link farms on many domains, endless spaces and soft 404s on real sites, held to
+what their pages show, and a crawl that ends by itself with what its budgets deferred.
 
 The web is the synthetic web's multi-domain profile: real sites on their own registered
 domains (a few with several hosts), soft-404 hosts, link-farm hosts on domains of their own,
@@ -8,8 +8,8 @@ farm (an endless supply of them), and on real sites a calendar, session ids in U
 repeating relative path and a listing's filter combinations. The crawl runs with the default
 budgets and no page budget: it must fetch every reachable real page, keep each farm domain to
 its first pages (``admission.trial_pages``: its pages repeat a few words, so none proves
-good), keep each endless space to what its shape's budget allows, and then stop by itself,
-saying what it deferred.
+good), keep each endless space to what its shape's budget allows, tell the soft 404s from
+pages, and then stop by itself, saying what it deferred.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 
+from crawl.archive.crawl_log import parse_line
 from crawl.config import AdmissionSection
 from crawl.urls.scope import registered_domain
 from crawl.urls.shapes import url_shape
 from synthweb import SyntheticWebServer, UrlKind, WebConfig, audit_log
+from synthweb.audit import NOT_FOUND_PROBE
 from synthweb.endless import FACETS
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import SHORT_BACKOFF, near_duplicate_notes, run_crawl
@@ -74,9 +76,12 @@ def test_farms_and_endless_spaces_are_held_and_the_crawl_ends_by_itself(
     truth = crawl.expected.domains
     assert truth is not None
     fetched: dict[UrlKind, list[str]] = collections.defaultdict(list)
+    probes: dict[UrlKind, list[str]] = collections.defaultdict(list)
     for record in crawl.records:
         url = f"http://{record.host}{record.path}"
-        if record.path != "/robots.txt":
+        if NOT_FOUND_PROBE.fullmatch(record.path):
+            probes[truth.kind_of(url)].append(url)
+        elif record.path != "/robots.txt":
             fetched[truth.kind_of(url)].append(url)
     print("fetches by kind:", {kind.value: len(urls) for kind, urls in fetched.items()})
     admission = AdmissionSection()
@@ -113,6 +118,19 @@ def test_farms_and_endless_spaces_are_held_and_the_crawl_ends_by_itself(
     for shape, urls in sessions.items():
         good = len([url for url in urls if url not in copies])
         assert len(urls) <= admission.shape_base_urls + 2 * good, (shape, urls)
+
+    # Soft 404s: each soft-404 host was asked once for a path it cannot have (the audit
+    # allows one such request per host), and every page it answered for a dead link is
+    # logged as what it is; no real page is.
+    logged = {entry["url"]: entry for log in (crawl.out / "logs").glob("crawl-*.log")
+              for entry in map(parse_line, log.read_text().splitlines())}
+    assert len(probes[UrlKind.SOFT_404]) == WEB.multi_domain_soft_404_hosts, probes
+    assert {logged[url]["hops"] for urls in probes.values() for url in urls} == {"N"}
+    dead = fetched[UrlKind.SOFT_404]
+    assert dead, "dead links into the soft-404 hosts were followed"
+    assert {url: logged[url]["reason"] for url in dead} == dict.fromkeys(dead, "soft-404")
+    assert [url for url, entry in logged.items() if entry["reason"] == "soft-404"
+            and truth.kind_of(url) is not UrlKind.SOFT_404] == []
 
     # What the crawl left, deferred by the budgets, it says.
     assert summary["urls_deferred"]["budget:domain"] > 0

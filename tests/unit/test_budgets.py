@@ -251,6 +251,9 @@ def test_a_domain_gets_its_trial_pages_until_one_proves_good() -> None:
     # far as the trial goes.
     budgets.saw_outcome(pages[2], "REDIRECT", 301, "http:301")
     assert _room(budgets, "farm.test") == 1
+    # A soft 404 is a dead link that answered with a page: no page either.
+    budgets.saw_outcome(pages[4], "FETCHED", 200, "soft-404")
+    assert _room(budgets, "farm.test") == 2
     for _ in range(20):
         budgets.saw_outcome(pages[5], "HTTP_ERROR", 404, "http:404")
     assert _room(budgets, "farm.test") == 10 - 3

@@ -1,11 +1,12 @@
 """The fetch stage's handlers (operators/fetch.py) over the Flink fakes, fetching from the
 synthetic web on loopback: what a batch leaves in state and timers, the wake-ups that fetch
-robots.txt first and then each URL once, a fetch lost with its attempt, timers that fire while
-the job drains, and the state layout a savepoint restores."""
+robots.txt first, then the not-found probe and each URL once, a fetch lost with its attempt,
+timers that fire while the job drains, and the state layout a savepoint restores."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +15,10 @@ import pytest
 from pyflink.common import Row
 
 from crawl.config import Config, load_config
+from crawl.content.soft404 import NotFoundPrint
 from crawl.fetch_requests import QueueEntry, encode_batch
-from crawl.frontier.scheduler import HOST_ROW_FIELDS, LEASE_ROBOTS
-from crawl.hops import PREREQUISITE
+from crawl.frontier.scheduler import HOST_ROW_FIELDS, LEASE_ROBOTS, probe_url
+from crawl.hops import NOT_FOUND_PROBE, PREREQUISITE
 from crawl.status import Status
 from operators.fetch import FetchFunction, FetchSettings
 from synthweb import SyntheticWebServer, WebConfig
@@ -32,6 +34,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SyntheticWebSer
     log = tmp_path_factory.mktemp("web") / "requests.jsonl"
     with SyntheticWebServer(WebConfig(seed=7, hosts=12), log) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def soft_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SyntheticWebServer]:
+    """A web of many domains, some of whose hosts answer any path with a page."""
+    log = tmp_path_factory.mktemp("web") / "requests.jsonl"
+    with SyntheticWebServer(WebConfig(seed=2, hosts=12).with_multi_domain_profile(), log) as web:
+        yield web
 
 
 @pytest.fixture(scope="module")
@@ -94,20 +104,59 @@ def test_a_batch_is_queued_and_the_host_woken_once(harness: KeyedHarness, host: 
     assert len(harness.state("queue", host)) == 3
 
 
-def test_robots_txt_first_then_every_url_once(harness: KeyedHarness, host: str) -> None:
+def test_robots_txt_first_then_the_not_found_probe_then_every_url_once(
+    harness: KeyedHarness, host: str
+) -> None:
     harness.process(host, _batch(host, "/", "/p/2"))
     results = _drive(harness, host)
     assert [(r.url, r.hops) for r in results] == [
         (f"http://{host}/robots.txt", PREREQUISITE),
+        (probe_url(host), NOT_FOUND_PROBE),
         (f"http://{host}/", "L"),
         (f"http://{host}/p/2", "L"),
     ]
-    assert [r.status for r in results[1:]] == [Status.FETCHED, Status.FETCHED]
+    assert results[1].http_status == 404
+    assert [r.status for r in results[2:]] == [Status.FETCHED, Status.FETCHED]
+    assert [r.not_found for r in results] == ["", "", "", ""]
     assert harness.state("queue", host) == {}
     row = _row(harness, host)
     assert row[LEASE_KIND] == ""
     assert row[WAKE_MS] == 0
     assert harness.state("robots", host)["value"][1] in (403, 404, 410)
+    assert harness.state("not-found", host) == {"value": ""}  # asked: no soft 404
+
+
+def test_a_host_that_answers_any_path_sends_its_not_found_page_with_each_page(
+    soft_server: SyntheticWebServer, tmp_path: Path
+) -> None:
+    web = soft_server.web
+    host = next(h for h in web.host_names() if web.domains.plan(h).soft_404)
+    harness = _harness(_config(soft_server), tmp_path)
+    try:
+        harness.process(host, _batch(host, "/", "/archive/notes-7.html"))
+        results = _drive(harness, host)
+        stored = harness.state("not-found", host)["value"]
+    finally:
+        harness.close()
+    probe, *pages = results[1:]
+    assert (probe.url, probe.http_status, probe.hops) == (probe_url(host), 200, NOT_FOUND_PROBE)
+    assert probe.not_found == stored
+    assert NotFoundPrint.decode(stored).title == f"page not found - {host}"
+    assert [(page.http_status, page.not_found) for page in pages] == [(200, stored)] * 2
+
+
+def test_no_probe_when_it_is_turned_off(
+    server: SyntheticWebServer, tmp_path: Path, host: str
+) -> None:
+    config = dataclasses.replace(_config(server), fetch=dataclasses.replace(
+        _config(server).fetch, not_found_probe=False))
+    harness = _harness(config, tmp_path)
+    try:
+        harness.process(host, _batch(host, "/"))
+        results = _drive(harness, host)
+    finally:
+        harness.close()
+    assert [r.url for r in results] == [f"http://{host}/robots.txt", f"http://{host}/"]
 
 
 def test_a_stale_timer_changes_nothing(harness: KeyedHarness, host: str) -> None:
@@ -136,7 +185,8 @@ def test_a_fetch_lost_with_its_attempt_is_made_again_after_a_restore(
         results = _drive(second, host)
     finally:
         second.close()
-    assert [r.url for r in results] == [f"http://{host}/robots.txt", f"http://{host}/"]
+    assert [r.url for r in results] == [
+        f"http://{host}/robots.txt", probe_url(host), f"http://{host}/"]
 
 
 def test_timers_while_the_job_drains_wait_for_the_resumed_job(
@@ -157,7 +207,8 @@ def test_timers_while_the_job_drains_wait_for_the_resumed_job(
         results = _drive(resumed, host)
     finally:
         resumed.close()
-    assert [r.url for r in results] == [f"http://{host}/robots.txt", f"http://{host}/"]
+    assert [r.url for r in results] == [
+        f"http://{host}/robots.txt", probe_url(host), f"http://{host}/"]
 
 
 def test_a_version_1_host_row_is_read_once_and_moved(
@@ -198,4 +249,5 @@ def test_the_state_layout_is_the_one_savepoints_hold(harness: KeyedHarness) -> N
                           "robots_fetched_ms: Long)"),
         "robots": ("value", "RowTypeInfo(version: Integer, http_status: Integer, body: String, "
                             "fetched_ms: Long, expires_ms: Long, reason: String)"),
+        "not-found": ("value", "String"),
     }

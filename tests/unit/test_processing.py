@@ -13,6 +13,7 @@ from crawl.archive.warc import WarcFileWriter, verify_warc_file
 from crawl.config import ScopeSection, SitemapsSection
 from crawl.content.links import LinkExtractor
 from crawl.content.neardup_judge import NearQuery
+from crawl.content.soft404 import not_found_print
 from crawl.loop.records import decode_line, parse_payload, parse_record
 from crawl.model import FetchResult
 from crawl.processing import PageProcessor, RecentUrls, payload_key
@@ -608,6 +609,45 @@ def test_a_page_that_repeats_a_few_words_says_so_in_its_outcome(
     assert reason("http://a.test/walk.html", prose) == ""
     assert reason("http://a.test/short.html", "cheap cheap cheap") == ""  # too short to judge
     assert status.counters["pages.repetitive"] == 1
+
+
+def test_a_soft_404_is_archived_and_logged_as_such_and_its_links_not_followed(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]], tmp_path: Path,
+) -> None:
+    page_processor, status = make_processor(near_duplicates=True)
+
+    def not_found(path: str) -> bytes:
+        return (f"<html><head><title>Not found: {path}</title></head><body><p>Sorry, there "
+                f"is nothing at {path} on this site; the links below lead to what there is.</p>"
+                "<a href='/'>Home</a> <a href='/news/'>News</a></body></html>").encode()
+
+    probe = dataclasses.replace(_html_result(), url="http://a.test/f00d.html", hops="N",
+                                body=not_found("/f00d.html"))
+    probe.not_found = not_found_print(probe, LinkExtractor())
+    assert probe.not_found
+    assert page_processor.process(probe) == []  # archived and logged; no outcome, no links
+    soft = dataclasses.replace(_html_result(), url="http://a.test/old/page-7.html",
+                               body=not_found("/old/page-7.html"), not_found=probe.not_found)
+    lines = page_processor.process(soft)
+    assert page_processor.near_queries == []  # the index keeps pages, not not-found pages
+    [record] = [parse_record(decode_line(line)[1]) for line in lines]
+    assert record.found == []
+    assert [event[3] for event in record.done] == ["soft-404"]
+    page = dataclasses.replace(_html_result(), url="http://a.test/news/1.html",
+                               not_found=probe.not_found)
+    page_processor.process(page)
+    assert NearQuery.decode(page_processor.near_queries.pop()).done[3] == ""
+    page_processor._log.flush()
+    page_processor._warc.close()
+    logged = [parse_line(line) for line in (tmp_path / "crawl.log").read_text().splitlines()]
+    assert [(entry["url"], entry["hops"], entry["http_status"], entry["reason"])
+            for entry in logged] == [
+        (probe.url, "N", 200, ""), (soft.url, "L", 200, "soft-404"), (page.url, "L", 200, "")]
+    assert [uri for kind, uri in _kinds_and_uris(tmp_path) if kind == "response"] == [
+        probe.url, soft.url, page.url]
+    assert status.counters["not_found_probes.soft-404"] == 1
+    assert status.counters["pages.soft_not_found"] == 1
+    assert status.counters["links.soft_not_found"] == 2
 
 
 def test_payload_keys() -> None:

@@ -80,6 +80,10 @@ def _varied_crawl(seed: int = 7, hosts: int = 6, pages: int = 300) -> list[Fetch
         host = f"h{h}.example"
         clock = rng.randrange(0, 500)
         results.append(_robots(host, clock, code=rng.choice([200, 200, 404, 503])))
+        clock += 1000
+        # The host's not-found probe: a request, but neither a page nor robots.txt.
+        results.append(_fetch(f"http://{host}/0123456789abcdef0123.html", clock, 10,
+                              status=Status.HTTP_ERROR, code=404, hops="N", reason="http:404"))
         clock += 10
         for n in range(pages // hosts):
             clock += rng.choice([1000, 1000, 1200, 4000])
@@ -109,7 +113,7 @@ def test_figures_agree_with_the_summary_of_the_same_log(tmp_path: Path) -> None:
     columns = read_crawl_logs([path])
     figures = log_figures(columns)
     summary = summarise_crawl_logs([path])
-    assert figures.lines == len(columns) == 306
+    assert figures.lines == len(columns) == 312
     assert figures.bad_lines == 0
     assert figures.pages == summary.pages
     assert figures.bytes == summary.bytes

@@ -22,14 +22,17 @@ from crawl.frontier.scheduler import (
     HOST_ROW_FIELDS,
     HOST_ROW_VERSION,
     LEASE_PAGE,
+    LEASE_PROBE,
     LEASE_ROBOTS,
     HostScheduler,
     HostState,
     Wake,
     host_row,
     host_state,
+    probe_url,
     upgrade_host_row,
 )
+from crawl.hops import NOT_FOUND_PROBE
 from crawl.model import FetchResult
 from crawl.stages import (
     FETCH_BACKOFFS,
@@ -809,3 +812,125 @@ def test_a_group_hold_delays_the_start_and_the_wake_up(tmp_path: Path) -> None:
     wake = scheduler.wake(HOST, state, None, now_ms=4000, hold_until_ms=0)
     assert wake.start is not None
     assert wake.start.url == f"http://{HOST}/a"
+
+
+# -- the not-found probe --------------------------------------------------------------------
+
+
+def _probing(tmp_path: Path, max_pages: int = 0) -> HostScheduler:
+    """A scheduler with the probe on, whose reader of a probe's answer gives its body."""
+    return HostScheduler(POLITENESS, RobotsSection(), UserAgentSection(),
+                         PageBudget(tmp_path / "budget", max_pages),
+                         not_found_print=lambda result: result.body.decode())
+
+
+def test_probe_url_is_a_path_of_the_host_that_stays_the_same() -> None:
+    url = probe_url(HOST)
+    assert url.startswith(f"http://{HOST}/")
+    assert url.endswith(".html")
+    assert url == probe_url(HOST) != probe_url("other.test")
+    assert probe_url(HOST, "https") == "https" + url[4:]
+
+
+def test_the_probe_comes_after_robots_and_its_answer_goes_with_each_page(
+    tmp_path: Path,
+) -> None:
+    scheduler = _probing(tmp_path)
+    state = _state("/a", "/b", robots=_robots())
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+    assert wake.start is not None
+    assert (wake.start.url, wake.start.kind, wake.start.hops) == (
+        probe_url(HOST), LEASE_PROBE, NOT_FOUND_PROBE)
+    assert len(state.queue) == 2  # no URL taken, no page token claimed
+    answer = _answer(probe_url(HOST), 200, started=1000)
+    answer.body = b"the print"
+    wake = scheduler.wake(HOST, state, _done(answer), now_ms=1200)
+    assert wake.results == [answer]
+    assert (answer.hops, answer.not_found, state.not_found) == ("N", "the print", "the print")
+    assert wake.start is None  # spaced like any request
+    urls = []
+    for _ in range(2):
+        url = _start(scheduler, state, state.next_allowed_ms)
+        page = _answer(url, 200, started=state.lease_started_ms)
+        wake = scheduler.wake(HOST, state, _done(page), now_ms=state.lease_started_ms + 100)
+        assert wake.results == [page]
+        urls.append((page.url, page.not_found))
+    assert urls == [(f"http://{HOST}/a", "the print"), (f"http://{HOST}/b", "the print")]
+
+
+@pytest.mark.parametrize("http_status", [404, 301, 500, 0])
+def test_a_probe_that_gets_no_page_tells_nothing(tmp_path: Path, http_status: int) -> None:
+    scheduler = _probing(tmp_path)
+    state = _state("/a", robots=_robots())
+    scheduler.wake(HOST, state, None, now_ms=1000)
+    answer = _answer(probe_url(HOST), http_status, "" if http_status else "connect:refused",
+                     started=1000)
+    answer.body = b"not a print"
+    wake = scheduler.wake(HOST, state, _done(answer), now_ms=1200)
+    assert wake.results == [answer]
+    assert state.not_found == answer.not_found == ""
+    assert _start(scheduler, state, state.next_allowed_ms + 60_000) == f"http://{HOST}/a"
+
+
+def test_a_reader_that_fails_on_the_answer_tells_nothing(tmp_path: Path) -> None:
+    def broken(result: FetchResult) -> str:
+        raise ValueError("unreadable")
+
+    scheduler = HostScheduler(POLITENESS, RobotsSection(), UserAgentSection(),
+                              PageBudget(tmp_path / "budget", 0), not_found_print=broken)
+    state = _state("/a", robots=_robots())
+    scheduler.wake(HOST, state, None, now_ms=1000)
+    scheduler.wake(HOST, state, _done(_answer(probe_url(HOST), 200, started=1000)), 1200)
+    assert state.not_found == ""
+
+
+def test_no_probe_where_robots_txt_disallows_it_or_the_budget_is_spent(
+    tmp_path: Path,
+) -> None:
+    state = _state("/a", robots=_robots("User-agent: *\nDisallow: /\nAllow: /a\n"))
+    assert _start(_probing(tmp_path), state, 1000) == f"http://{HOST}/a"
+    assert state.not_found == ""
+    scheduler = _probing(tmp_path / "spent", max_pages=1)
+    state = _state("/a", "/b", robots=_robots())
+    state.not_found = ""
+    url = _start(scheduler, state, 1000)
+    scheduler.wake(HOST, state, _done(_answer(url, 200, started=1000)), now_ms=1100)
+    assert scheduler.wake(HOST, state, None, now_ms=9000).budget_exhausted
+    other = _state("/c", robots=_robots())  # a host first woken once the budget is spent
+    wake = scheduler.wake("other.test", other, None, now_ms=9000)
+    assert wake.start is None
+    assert wake.budget_exhausted
+    assert other.not_found == ""
+
+
+def test_the_probe_asks_in_the_scheme_of_the_next_url(tmp_path: Path) -> None:
+    queue = HostQueue(DictStore())
+    queue.push(json.dumps([f"https://{HOST}/a", "L", ""]))
+    state = HostState(queue, robots=_robots())
+    wake = _probing(tmp_path).wake(HOST, state, None, now_ms=1000)
+    assert wake.start is not None
+    assert wake.start.url == probe_url(HOST, "https")
+
+
+def test_a_lost_probe_is_asked_again_and_a_new_robots_txt_asks_again(tmp_path: Path) -> None:
+    scheduler = _probing(tmp_path)
+    state = _state("/a", robots=RobotsRecord(200, "", 0, 5000))
+    state.lease_kind, state.lease_payload, state.lease_started_ms = (
+        LEASE_PROBE, probe_url(HOST), 500)  # in flight when the process failed
+    wake = scheduler.wake(HOST, state, None, now_ms=1000)
+    assert wake.start is not None
+    assert wake.start.kind == LEASE_PROBE
+    assert len(state.queue) == 1
+    answer = _answer(probe_url(HOST), 200, started=1000)
+    answer.body = b"first"
+    scheduler.wake(HOST, state, _done(answer), now_ms=1100)
+    assert state.not_found == "first"
+    wake = scheduler.wake(HOST, state, None, now_ms=6000)  # robots.txt expired
+    assert wake.start is not None
+    assert wake.start.kind == LEASE_ROBOTS
+    robots = _answer(f"http://{HOST}/robots.txt", 404, started=6000)
+    scheduler.wake(HOST, state, _done(robots), now_ms=6100)
+    assert state.not_found is None
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+    assert wake.start is not None
+    assert wake.start.kind == LEASE_PROBE

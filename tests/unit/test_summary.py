@@ -194,3 +194,22 @@ def test_undecodable_bytes_do_not_stop_the_summary(tmp_path: Path) -> None:
     summary = summarise_crawl_logs([str(path)])
 
     assert (summary.pages, summary.bad_log_lines) == (2, 1)
+
+
+def test_not_found_probes_are_no_pages_and_soft_404s_are_counted(tmp_path: Path) -> None:
+    path = tmp_path / "crawl-0.log"
+    path.write_text("".join(line + "\n" for line in [
+        _line(0, Status.FETCHED, "http://a.example/robots.txt", 200, 120, "P"),
+        _line(10, Status.FETCHED, "http://a.example/0123456789abcdef0123.html", 200, 300, "N"),
+        _line(20, Status.HTTP_ERROR, "http://b.example/0123456789abcdef0123.html", 404, 30, "N",
+              "http:404"),
+        _line(100, Status.FETCHED, "http://a.example/", 200, 1000, ""),
+        _line(200, Status.FETCHED, "http://a.example/old/7.html", 200, 300, "L", "soft-404"),
+    ]), encoding="utf-8")
+    summary = summarise_crawl_logs([path])
+    assert summary.pages_by_status == {"FETCHED": 2}
+    assert summary.not_found_probes == 2
+    assert summary.reasons == {"soft-404": 1}
+    assert summary.bytes == 120 + 300 + 30 + 1000 + 300
+    assert "soft 404s       1 pages (2 hosts asked for a path they cannot have)" in (
+        summary.render())

@@ -421,6 +421,24 @@ def test_audit_accepts_a_correct_log() -> None:
     assert audit_log(_perfect_log(web, seeds), expected, min_delay=0.5) == []
 
 
+def test_audit_accepts_one_not_found_probe_per_host_robots_txt_leaves_open() -> None:
+    web = SyntheticWeb(SMALL)
+    seeds = web.seeds(2)
+    expected = web.expected_crawl(seeds, TOKEN)
+    log = _perfect_log(web, seeds)
+    probe = "/0123456789abcdef0123.html"
+    open_host = split_url(next(iter(expected.fetch)))[0]
+    [closed_host] = web.hosts_with_robots(RobotsKind.UNAVAILABLE)
+    log.append(RequestRecord(9000.0, 9000.1, open_host, probe, "GET", 404, 10, TOKEN))
+    assert audit_log(log, expected, min_delay=0.5) == []
+    log.append(RequestRecord(9001.0, 9001.1, open_host, probe, "GET", 404, 10, TOKEN))
+    log.append(RequestRecord(9002.0, 9002.1, closed_host, probe, "GET", 404, 10, TOKEN))
+    assert audit_log(log, expected, min_delay=0.5) == [
+        f"http://{closed_host}{probe}: not-found probe of a host robots.txt closes",
+        f"http://{open_host}{probe}: requested 2 times",
+    ]
+
+
 def test_audit_reports_each_kind_of_violation() -> None:
     web = SyntheticWeb(SMALL)
     seeds = ["http://h0.synth.test/"]
