@@ -12,7 +12,8 @@ server as its HTTP proxy) crawls it from the web's seeds twice: with a page budg
 number of reachable real pages (``--budget`` to change it), then with half of it. From the
 server's request log and the ground truth, for each crawl: the reachable real pages fetched
 (count and share of them), the page fetches that went into junk (count and share of all page
-fetches, robots.txt not counted), by kind, how the crawl ended (``stop_reason`` of its
+fetches, robots.txt and the hosts' not-found probes not counted: no page of the budget, they
+are counted apart), by kind, how the crawl ended (``stop_reason`` of its
 ``summary.json``) and its wall time; and (telling most with half the budget) the mean true
 in-degree of the real pages fetched, against the best possible for that many pages, the mean
 over all reachable pages (what an ordering blind to links gets), and the first and last
@@ -52,6 +53,7 @@ from synthweb import (  # noqa: E402
     WebConfig,
     audit_log,
 )
+from synthweb.audit import NOT_FOUND_PROBE, is_page_path  # noqa: E402
 from synthweb.domains import TRAP_KINDS  # noqa: E402
 
 TOKEN = "pyflink-crawler"
@@ -94,7 +96,8 @@ def run_crawl(args: argparse.Namespace, config: WebConfig, seeds: list[str], bud
 def figures(web: SyntheticWeb, truth: DomainTruth, records: list[RequestRecord],
             budget: int) -> dict[str, Any]:
     """What the crawl spent its page fetches on (see the module docstring)."""
-    pages = [r for r in records if r.path != "/robots.txt"]
+    probes = [r for r in records if NOT_FOUND_PROBE.fullmatch(r.path)]
+    pages = [r for r in records if is_page_path(r.path)]
     kinds = collections.Counter(web.url_kind(r.url) for r in pages)
     fetched = list(dict.fromkeys(
         r.url for r in sorted(pages, key=lambda r: r.start)
@@ -106,7 +109,8 @@ def figures(web: SyntheticWeb, truth: DomainTruth, records: list[RequestRecord],
     return {
         "budget": budget,
         "page_fetches": len(pages),
-        "robots_fetches": len(records) - len(pages),
+        "robots_fetches": len(records) - len(pages) - len(probes),
+        "not_found_probes": len(probes),
         "reachable": len(truth.reachable),
         "reachable_fetched": len(fetched),
         "reachable_fetched_share": round(len(fetched) / max(1, len(truth.reachable)), 4),

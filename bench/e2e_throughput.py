@@ -5,8 +5,9 @@ Each round starts a fresh synthetic web (same seed, so the same web), crawls it 
 (``bench/scrapy_baseline.py``), at the same politeness (one request per host at a time, the same
 delay between requests, no response-time factor since Scrapy has none) and the same page budget.
 Both are measured the same way, from the synthetic web's own request log: page requests
-(robots.txt excluded) divided by the time from the first to the last request. The crawler's
-own figures (its summary) are reported beside, as is the CPU time of each crawler's processes.
+(robots.txt and not-found probes excluded) divided by the time from the first to the last
+request. The crawler's own figures (its summary) are reported beside, as is the CPU time of
+each crawler's processes.
 
 Usage: ``python bench/e2e_throughput.py --hosts 300 --runs 3 [--delay 0] [--budget 0]``.
 
@@ -35,14 +36,16 @@ sys.path.insert(0, str(_REPOSITORY / "bench"))
 from rounds import add_web_options, alternate, print_ratios, write_json  # noqa: E402
 
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log  # noqa: E402
+from synthweb.audit import is_page_path  # noqa: E402
 from synthweb.proctree import ProcessTreeMonitor  # noqa: E402
 
 TOKEN = "pyflink-crawler"
 
 
 def from_request_log(records: list[RequestRecord]) -> dict[str, Any]:
-    """Pages, window and pages/s as the server saw them (robots.txt requests excluded)."""
-    pages = [r for r in records if r.path != "/robots.txt"]
+    """Pages, window and pages/s as the server saw them (robots.txt and the not-found probes
+    excluded)."""
+    pages = [r for r in records if is_page_path(r.path)]
     if not pages:
         return {"pages": 0, "window_s": 0.0, "pages_per_s": 0.0}
     window = max(r.end for r in pages) - min(r.start for r in pages)

@@ -56,6 +56,7 @@ from e2e_throughput import run_ours  # noqa: E402
 from rounds import alternate, write_json  # noqa: E402
 
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig  # noqa: E402
+from synthweb.audit import is_page_path  # noqa: E402
 
 TOKEN = "pyflink-crawler"
 SHARES = (0.25, 0.50, 0.75, 0.90)
@@ -152,15 +153,15 @@ def time_to(times: list[float], total: int, share: float) -> float | None:
 
 
 def pages_per_second(records: Iterable[RequestRecord], window: float) -> list[float]:
-    """Page requests (robots.txt aside) a second in consecutive windows of ``window`` seconds
-    from the first request."""
+    """Page requests (robots.txt and not-found probes aside) a second in consecutive windows
+    of ``window`` seconds from the first request."""
     records = list(records)
     if not records:
         return []
     origin = min(record.start for record in records)
     counts: collections.Counter[int] = collections.Counter(
         int((record.start - origin) // window) for record in records
-        if record.path != "/robots.txt"
+        if is_page_path(record.path)
     )
     if not counts:
         return []
@@ -195,7 +196,7 @@ def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
             expected = server.web.expected_crawl(seeds, TOKEN)
     reachable = list(expected.fetch)
     times = crawl_times(records, reachable)
-    pages = sum(1 for record in records if record.path != "/robots.txt")
+    pages = sum(1 for record in records if is_page_path(record.path))
     figures.update({
         "reachable": len(reachable),
         "reachable_fetched": len(times),
