@@ -9,8 +9,8 @@ telae", WWW 2004): ask the host for a path nobody links to
 (:func:`crawl.frontier.scheduler.probe_url`: random-looking, the same for a host every time)
 and compare its answer with the pages.
 
-The fetch stage asks before a host's first page (after its robots.txt, which must allow the
-path, and again whenever robots.txt is fetched again). A 2xx HTML answer becomes the host's
+The fetch stage asks after a host's first page (robots.txt must allow the path; asked again
+after each new robots.txt fetch). A 2xx HTML answer becomes the host's
 :class:`NotFoundPrint`, which travels with each later page of the host
 (:attr:`crawl.model.FetchResult.not_found`); the process stage takes the page's own print and
 :meth:`NotFoundPrint.matches` says whether it is the not-found page again: the same title

@@ -21,11 +21,13 @@ at the host's state and its fetch in flight, and decides:
    fetch of the host) the queue waits and robots.txt is fetched again as the back-off allows,
    ``robots.unavailable_attempts`` times in a row in all, before the queued URLs are recorded
    ROBOTS_DENIED;
-5. then, with ``fetch.not_found_probe``, the host is asked once for a path it cannot have
-   (:mod:`crawl.content.soft404`), if robots.txt allows it and the page budget is not spent:
-   what it answers (``HostState.not_found``) goes with each of its later pages, for the process
-   stage to tell its soft 404s. A new robots.txt fetch asks again. The probe claims no page
-   token: like robots.txt it is a prerequisite of the host's pages;
+5. after the host's first page, with ``fetch.not_found_probe``, the host is asked once for a
+   path it cannot have (:mod:`crawl.content.soft404`), if robots.txt allows it and the page
+   budget is not spent: what it answers (``HostState.not_found``) goes with each of its later
+   pages, for the process stage to tell its soft 404s. After the first page, not before: the
+   links of a host's first page (a seed's, often) go round the loop without waiting for it,
+   and a host with one URL only is not asked. A new robots.txt fetch asks again. The probe
+   claims no page token: like robots.txt it is a prerequisite of the host's pages;
 6. otherwise URLs are taken from the queue: those robots.txt disallows are recorded as
    ROBOTS_DENIED without any request, the first allowed one is fetched (if the page budget
    grants a token).
@@ -81,6 +83,7 @@ from crawl.stages import (
 from crawl.status import Status
 
 __all__ = [
+    "ASK_AFTER_PAGE",
     "HOST_ROW_FIELDS",
     "HOST_ROW_VERSION",
     "LEASE_PAGE",
@@ -99,6 +102,8 @@ __all__ = [
 LEASE_PAGE = "page"
 LEASE_ROBOTS = "robots"
 LEASE_PROBE = "probe"
+#: ``HostState.not_found`` of a host whose not-found probe waits for its next page.
+ASK_AFTER_PAGE = "?"
 
 #: At most this many robots denials are recorded in one wake-up, then the host yields.
 _MAX_DENIALS_PER_WAKE = 200
@@ -129,10 +134,11 @@ class HostState:
     lease_started_ms: int = 0
     #: Consecutive failures of the host (see :func:`crawl.frontier.politeness.back_off`).
     failures: int = 0
-    #: What the host answered for a path it cannot have: None, not asked (since its last
-    #: robots.txt fetch); "", no soft 404 (an error, a redirect, or not asked at all); else
-    #: the encoded :class:`crawl.content.soft404.NotFoundPrint` of its not-found page. Kept
-    #: apart from the host row (the fetch operator's state ``not-found``).
+    #: What the host answered for a path it cannot have: None, to be asked now;
+    #: :data:`ASK_AFTER_PAGE`, to be asked after the next page (robots.txt was just
+    #: fetched); "", no soft 404 (an error, a redirect, or not asked at all); else the encoded
+    #: :class:`crawl.content.soft404.NotFoundPrint` of its not-found page. Kept apart from the
+    #: host row (the fetch operator's state ``not-found``).
     not_found: str | None = None
 
 
@@ -468,6 +474,8 @@ class HostScheduler:
             if result.recrawl is None:
                 result.recrawl = leased.recrawl
             result.cash = leased.rank  # a released URL's rank is its cash
+            if state.not_found == ASK_AFTER_PAGE:
+                state.not_found = None  # asked at the next wake-up, if a URL is queued
             result.not_found = state.not_found or ""
         crawl_delay = 0.0
         unreadable = False
@@ -476,7 +484,7 @@ class HostScheduler:
                 result.http_status, result.body, result.reason, now_ms, self._robots,
                 result.truncated,
             )
-            state.not_found = None  # a new robots.txt: the host is asked again
+            state.not_found = ASK_AFTER_PAGE  # a new robots.txt: the host is asked again
             result.hops = PREREQUISITE
             unreadable = self._judge_robots_text(host, state, now_ms, wake)
             crawl_delay = self.policy(host, state.robots).crawl_delay_seconds

@@ -1,7 +1,8 @@
 """The fetch stage's handlers (operators/fetch.py) over the Flink fakes, fetching from the
 synthetic web on loopback: what a batch leaves in state and timers, the wake-ups that fetch
-robots.txt first, then the not-found probe and each URL once, a fetch lost with its attempt,
-timers that fire while the job drains, and the state layout a savepoint restores."""
+robots.txt first, then each URL once and the not-found probe after the first, a fetch lost
+with its attempt, timers that fire while the job drains, and the state layout a savepoint
+restores."""
 
 from __future__ import annotations
 
@@ -104,19 +105,19 @@ def test_a_batch_is_queued_and_the_host_woken_once(harness: KeyedHarness, host: 
     assert len(harness.state("queue", host)) == 3
 
 
-def test_robots_txt_first_then_the_not_found_probe_then_every_url_once(
+def test_robots_txt_first_then_every_url_once_and_the_not_found_probe_after_the_first(
     harness: KeyedHarness, host: str
 ) -> None:
     harness.process(host, _batch(host, "/", "/p/2"))
     results = _drive(harness, host)
     assert [(r.url, r.hops) for r in results] == [
         (f"http://{host}/robots.txt", PREREQUISITE),
-        (probe_url(host), NOT_FOUND_PROBE),
         (f"http://{host}/", "L"),
+        (probe_url(host), NOT_FOUND_PROBE),
         (f"http://{host}/p/2", "L"),
     ]
-    assert results[1].http_status == 404
-    assert [r.status for r in results[2:]] == [Status.FETCHED, Status.FETCHED]
+    assert results[2].http_status == 404
+    assert [r.status for r in results[1::2]] == [Status.FETCHED, Status.FETCHED]
     assert [r.not_found for r in results] == ["", "", "", ""]
     assert harness.state("queue", host) == {}
     row = _row(harness, host)
@@ -133,12 +134,13 @@ def test_a_host_that_answers_any_path_sends_its_not_found_page_with_each_page(
     host = next(h for h in web.host_names() if web.domains.plan(h).soft_404)
     harness = _harness(_config(soft_server), tmp_path)
     try:
-        harness.process(host, _batch(host, "/", "/archive/notes-7.html"))
+        harness.process(host, _batch(host, "/", "/archive/notes-7.html", "/archive/x.html"))
         results = _drive(harness, host)
         stored = harness.state("not-found", host)["value"]
     finally:
         harness.close()
-    probe, *pages = results[1:]
+    first, probe, *pages = results[1:]
+    assert (first.url, first.not_found) == (f"http://{host}/", "")  # before the probe
     assert (probe.url, probe.http_status, probe.hops) == (probe_url(host), 200, NOT_FOUND_PROBE)
     assert probe.not_found == stored
     assert NotFoundPrint.decode(stored).title == f"page not found - {host}"
@@ -152,11 +154,12 @@ def test_no_probe_when_it_is_turned_off(
         _config(server).fetch, not_found_probe=False))
     harness = _harness(config, tmp_path)
     try:
-        harness.process(host, _batch(host, "/"))
+        harness.process(host, _batch(host, "/", "/p/2"))
         results = _drive(harness, host)
     finally:
         harness.close()
-    assert [r.url for r in results] == [f"http://{host}/robots.txt", f"http://{host}/"]
+    assert [r.url for r in results] == [
+        f"http://{host}/robots.txt", f"http://{host}/", f"http://{host}/p/2"]
 
 
 def test_a_stale_timer_changes_nothing(harness: KeyedHarness, host: str) -> None:
@@ -185,8 +188,7 @@ def test_a_fetch_lost_with_its_attempt_is_made_again_after_a_restore(
         results = _drive(second, host)
     finally:
         second.close()
-    assert [r.url for r in results] == [
-        f"http://{host}/robots.txt", probe_url(host), f"http://{host}/"]
+    assert [r.url for r in results] == [f"http://{host}/robots.txt", f"http://{host}/"]
 
 
 def test_timers_while_the_job_drains_wait_for_the_resumed_job(
@@ -207,8 +209,7 @@ def test_timers_while_the_job_drains_wait_for_the_resumed_job(
         results = _drive(resumed, host)
     finally:
         resumed.close()
-    assert [r.url for r in results] == [
-        f"http://{host}/robots.txt", probe_url(host), f"http://{host}/"]
+    assert [r.url for r in results] == [f"http://{host}/robots.txt", f"http://{host}/"]
 
 
 def test_a_version_1_host_row_is_read_once_and_moved(

@@ -18,6 +18,7 @@ from crawl.frontier.budget import PageBudget
 from crawl.frontier.host_queue import DictStore, HostQueue
 from crawl.frontier.robots import RobotsRecord
 from crawl.frontier.scheduler import (
+    ASK_AFTER_PAGE,
     BUDGET_RETRY_MS,
     HOST_ROW_FIELDS,
     HOST_ROW_VERSION,
@@ -832,19 +833,29 @@ def test_probe_url_is_a_path_of_the_host_that_stays_the_same() -> None:
     assert probe_url(HOST, "https") == "https" + url[4:]
 
 
-def test_the_probe_comes_after_robots_and_its_answer_goes_with_each_page(
+def test_the_probe_comes_after_the_first_page_and_its_answer_goes_with_each_later_page(
     tmp_path: Path,
 ) -> None:
     scheduler = _probing(tmp_path)
-    state = _state("/a", "/b", robots=_robots())
+    state = _state("/a", "/b", "/c")
     wake = scheduler.wake(HOST, state, None, now_ms=1000)
+    assert wake.start is not None
+    assert wake.start.kind == LEASE_ROBOTS
+    robots = _answer(f"http://{HOST}/robots.txt", 404, started=1000)
+    scheduler.wake(HOST, state, _done(robots), now_ms=1100)
+    assert state.not_found == ASK_AFTER_PAGE
+    url = _start(scheduler, state, state.next_allowed_ms)  # the first page goes first
+    first = _answer(url, 200, started=state.lease_started_ms)
+    scheduler.wake(HOST, state, _done(first), now_ms=state.lease_started_ms + 100)
+    assert (first.url, first.not_found, state.not_found) == (f"http://{HOST}/a", "", None)
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
     assert wake.start is not None
     assert (wake.start.url, wake.start.kind, wake.start.hops) == (
         probe_url(HOST), LEASE_PROBE, NOT_FOUND_PROBE)
     assert len(state.queue) == 2  # no URL taken, no page token claimed
-    answer = _answer(probe_url(HOST), 200, started=1000)
+    answer = _answer(probe_url(HOST), 200, started=state.lease_started_ms)
     answer.body = b"the print"
-    wake = scheduler.wake(HOST, state, _done(answer), now_ms=1200)
+    wake = scheduler.wake(HOST, state, _done(answer), now_ms=state.lease_started_ms + 100)
     assert wake.results == [answer]
     assert (answer.hops, answer.not_found, state.not_found) == ("N", "the print", "the print")
     assert wake.start is None  # spaced like any request
@@ -855,7 +866,18 @@ def test_the_probe_comes_after_robots_and_its_answer_goes_with_each_page(
         wake = scheduler.wake(HOST, state, _done(page), now_ms=state.lease_started_ms + 100)
         assert wake.results == [page]
         urls.append((page.url, page.not_found))
-    assert urls == [(f"http://{HOST}/a", "the print"), (f"http://{HOST}/b", "the print")]
+    assert urls == [(f"http://{HOST}/b", "the print"), (f"http://{HOST}/c", "the print")]
+
+
+def test_a_host_with_one_url_is_not_asked(tmp_path: Path) -> None:
+    scheduler = _probing(tmp_path)
+    state = _state("/a", robots=_robots())
+    state.not_found = ASK_AFTER_PAGE
+    url = _start(scheduler, state, 1000)
+    scheduler.wake(HOST, state, _done(_answer(url, 200, started=1000)), now_ms=1100)
+    wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
+    assert wake.start is None
+    assert state.not_found is None  # asked when a URL comes
 
 
 @pytest.mark.parametrize("http_status", [404, 301, 500, 0])
@@ -930,7 +952,11 @@ def test_a_lost_probe_is_asked_again_and_a_new_robots_txt_asks_again(tmp_path: P
     assert wake.start.kind == LEASE_ROBOTS
     robots = _answer(f"http://{HOST}/robots.txt", 404, started=6000)
     scheduler.wake(HOST, state, _done(robots), now_ms=6100)
-    assert state.not_found is None
+    assert state.not_found == ASK_AFTER_PAGE
+    state.queue.push(json.dumps([f"http://{HOST}/b", "L", ""]))
+    url = _start(scheduler, state, state.next_allowed_ms)
+    scheduler.wake(HOST, state, _done(_answer(url, 200, started=state.lease_started_ms)),
+                   now_ms=state.lease_started_ms + 100)
     wake = scheduler.wake(HOST, state, None, now_ms=state.next_allowed_ms)
     assert wake.start is not None
     assert wake.start.kind == LEASE_PROBE
