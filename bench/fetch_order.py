@@ -13,8 +13,8 @@ The synthetic web's server serves the graph (:mod:`synthweb.graphweb`: each node
 exactly its successors; hosts from the URLs, or without them from the node order, a heuristic
 described there) as the crawl's HTTP proxy, and our crawler (``python -m job crawl``, the whole
 pipeline on the local MiniCluster) crawls it from a few seeds with a budget of a tenth of the
-pages. Its fetch order is read from the server's request log: page requests (robots.txt aside)
-in the order they started, the first fetch of each page.
+pages. Its fetch order is read from the server's request log: page requests (robots.txt and
+not-found probes aside) in the order they started, the first fetch of each page.
 
 Seeds: one page from each of the ``--seeds`` hosts with the most pages: the host's root page
 ``http://HOST/`` when the graph has it, else the host's page with the most links within the
@@ -67,6 +67,7 @@ sys.path.insert(0, str(_REPOSITORY / "bench"))
 
 from charts import Curve, line_chart  # noqa: E402
 
+from synthweb.audit import NOT_FOUND_PROBE, is_page_path  # noqa: E402
 from synthweb.graphweb import GraphWeb, GraphWebConfig, GraphWebServer  # noqa: E402
 from synthweb.requestlog import RequestRecord  # noqa: E402
 
@@ -179,10 +180,12 @@ def urls_lost_to_normalisation(web: GraphWeb) -> list[str]:
 def fetch_order(web: GraphWeb, records: list[RequestRecord]) -> tuple[list[int], dict[str, int]]:
     """The nodes of the page requests in the order they started, each once, and counts of
     what else the log holds."""
-    pages = sorted((r for r in records if r.path != "/robots.txt"), key=lambda r: r.start)
+    pages = sorted((r for r in records if is_page_path(r.path)), key=lambda r: r.start)
     order: list[int] = []
     seen: set[int] = set()
-    counts = collections.Counter(robots=len(records) - len(pages), page_requests=len(pages))
+    probes = sum(1 for r in records if NOT_FOUND_PROBE.fullmatch(r.path))
+    counts = collections.Counter(robots=len(records) - len(pages) - probes,
+                                 not_found_probes=probes, page_requests=len(pages))
     for record in pages:
         node = web.node_of(record.url)
         if node is None:
