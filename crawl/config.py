@@ -221,7 +221,7 @@ class FetchSection:
     max_headers: int = 256
     accept_content_types: tuple[str, ...] = ()
     connect_to: tuple[str, ...] = ()
-    #: Ask each host, before its first page, for a path it cannot have, to tell its soft 404s
+    #: Ask each host, after its first page, for a path it cannot have, to tell its soft 404s
     #: (crawl/content/soft404.py).
     not_found_probe: bool = True
 

@@ -27,7 +27,7 @@ State, keyed by host:
    (a Flink row state cannot change its number of fields in place).
 3. ``robots``: a row with the last robots.txt fetch (status, text, fetched, expires, reason).
 4. ``not-found``: what the host answered for a path it cannot have
-   (:attr:`crawl.frontier.scheduler.HostState.not_found`; none: not asked yet), with the
+   (:attr:`crawl.frontier.scheduler.HostState.not_found`; none: to be asked), with the
    last hosts' answers in memory in front of it (:class:`crawl.content.soft404.NotFoundAnswers`).
 """
 

@@ -15,10 +15,10 @@ after each new robots.txt fetch). A 2xx HTML answer becomes the host's
 (:attr:`crawl.model.FetchResult.not_found`); the process stage takes the page's own print and
 :meth:`NotFoundPrint.matches` says whether it is the not-found page again: the same title
 (once the page's own path is taken out of both titles and texts, as a not-found page often
-names it) and the
-same links (at least :data:`SAME_LINKS` of them in common, Jaccard) or the same main text (at
-most :data:`TEXT_DISTANCE` bits of simhash apart). A site's pages have titles of their own; a
-not-found page varies at most in a sentence that names the path or suggests something.
+names it) and the same links (at least :data:`SAME_LINKS` of them in common, Jaccard) or the
+same main text (at most :data:`TEXT_DISTANCE` bits of simhash apart). A site's pages have
+titles of their own; a not-found page varies at most in a sentence that names the path or
+suggests something.
 
 A host's root path and seeds are never judged: a site that answers unknown paths with its home
 page would otherwise lose its home page.

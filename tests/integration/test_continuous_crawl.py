@@ -33,7 +33,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawl.archive.crawl_log import parse_line
 from crawl.report import gather_report
 from synthweb import SyntheticWebServer, WebConfig
-from synthweb.audit import NOT_FOUND_PROBE
+from synthweb.audit import is_page_path
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import run_crawl
 from tests.integration.report_check import check_report_draws
@@ -110,7 +110,7 @@ def test_a_continuous_crawl_revisits_by_change_rate_with_conditional_gets(
 
     requests: dict[str, list] = collections.defaultdict(list)
     for record in sorted(records, key=lambda r: r.start):
-        if record.path != "/robots.txt" and not NOT_FOUND_PROBE.fullmatch(record.path):
+        if is_page_path(record.path):
             requests[record.url].append(record)
     # The whole reachable web was fetched at least once.
     missed = [url for url in expected.fetch if url not in requests]

@@ -32,7 +32,7 @@ from synthweb import (
     WebConfig,
     audit_log,
 )
-from synthweb.audit import NOT_FOUND_PROBE
+from synthweb.audit import is_page_path
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl
 from tests.integration.listening import ListeningWatch
@@ -227,8 +227,7 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_
 
     records = first.records
     # The budget counts pages: robots.txt and the hosts' not-found probes are none.
-    page_requests = [r for r in records if r.path != "/robots.txt"
-                     and not NOT_FOUND_PROBE.fullmatch(r.path)]
+    page_requests = [r for r in records if is_page_path(r.path)]
     assert len(page_requests) == BUDGET
     expected = crawl.expected
     assert audit_log(records, expected, min_delay=DELAY, complete=False) == []
@@ -248,8 +247,7 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_
     assert "resuming from" in process.stdout
     assert summary["stop_reason"] == "page budget reached"
     records = second.records
-    assert len([r for r in records if r.path != "/robots.txt"
-                and not NOT_FOUND_PROBE.fullmatch(r.path)]) == 2 * BUDGET
+    assert len([r for r in records if is_page_path(r.path)]) == 2 * BUDGET
     assert audit_log(records, expected, min_delay=DELAY, complete=False) == []
 
     process, summary = third.process, third.summary
