@@ -380,8 +380,10 @@ class FetchFunction(KeyedProcessFunction):
         return row
 
     def _load(self, host: str, row: Row | None) -> HostState:
-        if row is None:
-            return HostState(HostQueue(self._queue))
+        if row is None:  # a host new to the stage: nothing stored, nothing to read
+            state = HostState(HostQueue(self._queue))
+            state.not_found = self._not_found_answers.get(host, lambda: None)
+            return state
         fields = tuple(row)
         state = host_state(
             fields, self._queue, self._robots_record(host, fields[_ROBOTS_FETCHED_MS])
