@@ -99,6 +99,15 @@ class HostQueue:
         for i in order:
             self.push(entries[i])
 
+    def peek(self) -> str | None:
+        """The front entry, left in place; None when empty. O(1) but for entries popped
+        already (a hole a crash left)."""
+        for sequence in range(self.head, self.tail):
+            payload = self._entries.get(sequence)
+            if payload is not None:
+                return payload
+        return None
+
     def pop(self) -> str | None:
         """Remove and return the front entry, None when empty. O(1)."""
         while self.head < self.tail:

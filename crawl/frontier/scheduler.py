@@ -387,10 +387,9 @@ class HostScheduler:
     @staticmethod
     def _probe_url(host: str, state: HostState) -> str:
         """The probe URL of ``host`` in the scheme of the next URL queued ("" if none)."""
-        payload = state.queue.pop()
+        payload = state.queue.peek()
         if payload is None:
             return ""
-        state.queue.push_front(payload)
         scheme = QueueEntry.decode(payload).url.partition(":")[0]
         return probe_url(host, scheme)
 

@@ -96,6 +96,18 @@ def test_pop_skips_missing_entries() -> None:
     assert queue.bounds == (3, 3)
 
 
+def test_peek_reads_the_front_entry_and_leaves_it() -> None:
+    store = DictStore()
+    queue = HostQueue(store)
+    assert queue.peek() is None
+    for payload in "abc":
+        queue.push(payload)
+    store.remove(0)  # a hole at the front
+    assert queue.peek() == "b"
+    assert (queue.bounds, store.data) == ((0, 3), {1: "b", 2: "c"})
+    assert queue.pop() == "b"
+
+
 @pytest.mark.parametrize(("head", "tail"), [(1, 0), (5, -5)])
 def test_bounds_out_of_order_are_refused(head: int, tail: int) -> None:
     with pytest.raises(ValueError, match=f"head={head} tail={tail}"):
