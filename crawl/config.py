@@ -355,6 +355,10 @@ class CrawlSection:
     #: The address every endpoint of a local run's Flink binds to (REST API, blob server, RPC,
     #: data port): this machine only, unless opened deliberately (``job.local_settings``).
     flink_bind_address: str = "127.0.0.1"
+    #: What runs a local crawl (:mod:`job.local_cluster`): ``auto``, the MiniCluster at
+    #: parallelism 1 and a standalone cluster of one TaskManager a subtask above it;
+    #: ``minicluster``; ``taskmanagers``.
+    local_runtime: str = "auto"
 
     def _validate(self) -> None:
         _check(self, "crawl", "max_pages", lambda v: v >= 0, "an integer >= 0 (0: no budget)")
@@ -366,6 +370,9 @@ class CrawlSection:
         _check(self, "crawl", "recent_urls", lambda v: v >= 0, "an integer >= 0 (0: no cache)")
         _check(self, "crawl", "native_allocator", lambda v: v in ("auto", "jemalloc", "malloc"),
                "auto, jemalloc or malloc")
+        _check(self, "crawl", "local_runtime",
+               lambda v: v in ("auto", "minicluster", "taskmanagers"),
+               "auto, minicluster or taskmanagers")
         _check(self, "crawl", "flink_bind_address", _ipv4_address,
                "an IPv4 address (127.0.0.1: this machine only, 0.0.0.0: every interface)")
         if self.parallelism > self.vnodes:

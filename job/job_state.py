@@ -122,8 +122,16 @@ def job_state_reader(client: Any, rest: str, out: TextIO) -> JobStateReader:
 
 def rest_address(layout: OutputLayout) -> str:
     """The address of the local job's REST API, as the MiniCluster's log says it listens
-    (the shipped ``rest.port: 0`` has it pick a free port); "" when no log says it."""
-    for log_file in sorted(layout.flink_logs.glob("*.log")):
+    (the shipped ``rest.port: 0`` has it pick a free port); "" when no log says it. The
+    newest log that says it is the running one's: the logs of earlier runs stay beside it
+    (a local cluster's JobManager's among them)."""
+    logs = []
+    for log_file in layout.flink_logs.glob("*.log"):
+        try:
+            logs.append((log_file.stat().st_mtime, log_file))
+        except OSError:
+            continue
+    for _, log_file in sorted(logs, reverse=True):
         try:
             text = log_file.read_text(encoding="utf-8", errors="replace")
         except OSError:

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,8 +41,10 @@ from crawl.stages import (
     PROCESS_WARC_NOT_MODIFIED,
     PROCESS_WARC_REVISITS,
 )
+from job.class_archive import ARCHIVE_VARIABLE
 from job.failures import FailureWatch
 from job.job_state import job_state_reader, rest_address, write_job_file
+from job.local_cluster import LocalCluster, client_settings, uses_local_cluster
 from job.local_settings import local_run_environment, local_run_settings, write_flink_conf_dir
 from job.native_allocator import AllocatorError, preload_allocator
 from job.preparation import (
@@ -120,28 +123,33 @@ def run_local_crawl(
         restore_settings = migrate_loop_source(layout, restore_from, out)
 
     print(_allocator_line(allocator, config.crawl.native_allocator), file=out)
-    client = _submit(config, layout, flink_conf, restore_from, restore_settings)
-    started = time.time()
-    rest = rest_address(layout)
-    job = {"job_id": str(client.get_job_id()), "rest": rest, "pid": os.getpid(),
-           "started": started}
-    write_job_file(layout, job)
-    print(
-        f"crawling {accepted} new seed(s) into {layout.root}; Flink job {client.get_job_id()}"
-        + (f", REST API at {rest}" if rest else ""),
-        file=out,
-        flush=True,
-    )
-    failures = FailureWatch(RestClient(rest).get, str(client.get_job_id())) if rest else None
-    carry = CounterCarry()
-    job_state = job_state_reader(client, rest, out)
-    try:
-        reason, savepoint = watch_job(client, config, layout, out, job_state, failures, carry)
-    except KeyboardInterrupt:
-        reason = "interrupted"
-        print("\ninterrupted: stopping with a savepoint ...", file=out, flush=True)
-        savepoint = stop_with_savepoint(client, layout, out, job_state)
-    wait_for_end(client, layout, failures)
+    with ExitStack() as daemons:
+        cluster = None
+        if uses_local_cluster(config.crawl.local_runtime, config.crawl.parallelism):
+            cluster = _start_local_cluster(config, layout, flink_conf, daemons, out)
+        client = _submit(config, layout, flink_conf, restore_from, restore_settings, cluster,
+                         out)
+        started = time.time()
+        rest = cluster.rest if cluster is not None else rest_address(layout)
+        job = {"job_id": str(client.get_job_id()), "rest": rest, "pid": os.getpid(),
+               "started": started}
+        write_job_file(layout, job)
+        print(
+            f"crawling {accepted} new seed(s) into {layout.root}; Flink job {client.get_job_id()}"
+            + (f", REST API at {rest}" if rest else ""),
+            file=out,
+            flush=True,
+        )
+        failures = FailureWatch(RestClient(rest).get, str(client.get_job_id())) if rest else None
+        carry = CounterCarry()
+        job_state = job_state_reader(client, rest, out)
+        try:
+            reason, savepoint = watch_job(client, config, layout, out, job_state, failures, carry)
+        except KeyboardInterrupt:
+            reason = "interrupted"
+            print("\ninterrupted: stopping with a savepoint ...", file=out, flush=True)
+            savepoint = stop_with_savepoint(client, layout, out, job_state)
+        wait_for_end(client, layout, failures)
     if savepoint:
         keep_savepoint_files(layout, savepoint, out)
     finished = time.time()
@@ -205,13 +213,32 @@ def _allocator_line(allocator: str, setting: str) -> str:
             "grows with it: README, \"The C allocator\")")
 
 
+def _start_local_cluster(
+    config: Config, layout: OutputLayout, flink_conf: Path, daemons: ExitStack, out: TextIO
+) -> LocalCluster:
+    """Start the standalone cluster of this machine a crawl at parallelism N runs on (a
+    TaskManager a subtask: :mod:`job.local_cluster`), stopped when ``daemons`` closes."""
+    # The daemons' JVMs get no class archive: it is the launcher JVM's, of another class path.
+    settings = local_run_settings(config, layout, flink_conf, None, {},
+                                  {**os.environ, ARCHIVE_VARIABLE: "off"})
+    cluster = LocalCluster(settings, layout, config.crawl.parallelism, os.environ)
+    print(f"starting a local Flink cluster: a JobManager and {config.crawl.parallelism} "
+          f"TaskManagers of one slot each, REST API at {cluster.rest}", file=out, flush=True)
+    daemons.callback(cluster.stop)
+    cluster.launch()
+    return cluster
+
+
 def _submit(
     config: Config, layout: OutputLayout, flink_conf: Path, restore_from: Path | None,
-    restore_settings: dict[str, str],
+    restore_settings: dict[str, str], cluster: LocalCluster | None, out: TextIO,
 ) -> Any:
-    """Point Flink at this crawl's configuration, build the job and start it."""
+    """Point Flink at this crawl's configuration, build the job and start it: on the
+    MiniCluster, or on ``cluster``."""
     settings = local_run_settings(config, layout, flink_conf, restore_from, restore_settings,
                                   os.environ)
+    if cluster is not None:
+        settings = client_settings(settings, cluster.settings)
     write_flink_conf_dir(settings, layout)
     os.environ.update(local_run_environment(settings, layout, os.environ))
 
@@ -223,8 +250,22 @@ def _submit(
     configuration = Configuration()
     for key, value in settings.items():
         configuration.set_string(key, value)
-    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    if cluster is None:
+        env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    else:
+        # getExecutionEnvironment outside `flink run` is always a local one; an environment
+        # built on the configuration submits to its execution.target (the cluster's REST API).
+        from pyflink.java_gateway import get_gateway
+
+        env = StreamExecutionEnvironment(
+            get_gateway().jvm.org.apache.flink.streaming.api.environment
+            .StreamExecutionEnvironment(configuration._j_configuration))
     env.set_parallelism(config.crawl.parallelism)
     env.set_max_parallelism(config.crawl.vnodes)
     build_topology(env, config, layout)
+    if cluster is not None:
+        began = time.monotonic()
+        cluster.wait_until_ready()
+        print(f"the local Flink cluster is ready (waited {time.monotonic() - began:.1f} s "
+              "for it)", file=out, flush=True)
     return env.execute_async(JOB_NAME)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 from pathlib import Path
 
 __all__ = ["ProcessTreeMonitor", "TreeUsage", "descendants"]
@@ -28,6 +29,18 @@ class TreeUsage:
     #: The largest sum of the resident sets of the tree's processes seen at one sample.
     peak_rss_bytes: int
     samples: int
+    #: Each process's CPU seconds, with its command line (arguments joined by spaces).
+    cpu_by_process: tuple[tuple[int, str, float], ...] = ()
+    #: (wall-clock time, the tree's CPU seconds so far) at each sample.
+    timeline: tuple[tuple[float, float], ...] = ()
+
+    def cpu_between(self, start: float, end: float) -> float:
+        """The tree's CPU seconds from wall-clock ``start`` to ``end`` (from the samples
+        nearest inside the span; 0 without two of them)."""
+        inside = [(at, cpu) for at, cpu in self.timeline if start <= at <= end]
+        if len(inside) < 2:
+            return 0.0
+        return inside[-1][1] - inside[0][1]
 
 
 def descendants(root: int) -> list[int]:
@@ -58,6 +71,8 @@ class ProcessTreeMonitor:
         self._root = root
         self._interval = interval
         self._cpu: dict[int, float] = {}
+        self._commands: dict[int, str] = {}
+        self._timeline: list[tuple[float, float]] = []
         self._peak_rss = 0
         self._samples = 0
         self._stop = threading.Event()
@@ -75,7 +90,10 @@ class ProcessTreeMonitor:
             cpu = (int(fields[11]) + int(fields[12])) / _TICKS
             self._cpu[pid] = max(self._cpu.get(pid, 0.0), cpu)
             rss += int(fields[21]) * _PAGE_BYTES
+            # Read at every sample: a script that executes a JVM changes its command line.
+            self._commands[pid] = _command_line(pid) or self._commands.get(pid, "")
         self._peak_rss = max(self._peak_rss, rss)
+        self._timeline.append((time.time(), sum(self._cpu.values())))
         self._samples += 1
 
     def _run(self) -> None:
@@ -87,4 +105,16 @@ class ProcessTreeMonitor:
         """Stop sampling; what the tree used."""
         self._stop.set()
         self._thread.join()
-        return TreeUsage(round(sum(self._cpu.values()), 2), self._peak_rss, self._samples)
+        return TreeUsage(
+            round(sum(self._cpu.values()), 2), self._peak_rss, self._samples,
+            tuple((pid, self._commands.get(pid, ""), cpu) for pid, cpu in self._cpu.items()),
+            tuple(self._timeline),
+        )
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+            errors="replace").strip()
+    except OSError:
+        return ""

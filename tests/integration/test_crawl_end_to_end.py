@@ -35,6 +35,7 @@ from synthweb import (
 from synthweb.audit import is_page_path
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl
+from tests.integration.flink_logs import deployments, local_cluster_daemons
 from tests.integration.listening import ListeningWatch
 from tests.integration.metrics_watch import MetricsWatch
 from tests.integration.report_check import check_report_draws
@@ -199,7 +200,9 @@ def _budget_crawl(tmp_path: Path) -> PlainWebCrawl:
         )
         runs.append(Crawled(process, summary, web_server.request_log()))
         noted = {"open after the first run": list((out / "warc").glob("*.open")),
-                 "responses after the first run": len(_warc_response_list(out))}
+                 "responses after the first run": len(_warc_response_list(out)),
+                 "deployments of the first run": deployments(out / "logs" / "flink"),
+                 "daemons after the first run": local_cluster_daemons(out)}
         process, summary = run_crawl(
             tmp_path, [], web_server.proxy_url,
             "--resume", "--delay", str(DELAY), "--parallelism", "1", "--idle-seconds", "6",
@@ -212,6 +215,7 @@ def _budget_crawl(tmp_path: Path) -> PlainWebCrawl:
             *SHORT_BACKOFF,
         )
         runs.append(Crawled(process, summary, web_server.request_log()))
+        noted["daemons after the third run"] = local_cluster_daemons(out)
         return PlainWebCrawl(web_server.web, web_server.web.expected_crawl(seeds, TOKEN), out,
                              runs, noted)
 
@@ -233,6 +237,15 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_
     assert audit_log(records, expected, min_delay=DELAY, complete=False) == []
 
     assert not crawl.noted["open after the first run"]
+    # At parallelism 2 the crawl ran on a local cluster of two TaskManagers, each stage's two
+    # subtasks on both (an embedded Python interpreter each), and the cluster's daemons
+    # ended with the crawl.
+    assert "starting a local Flink cluster: a JobManager and 2 TaskManagers" in (
+        first.process.stdout)
+    taskmanagers = crawl.noted["deployments of the first run"]
+    for stage in ("fetch", "process", "crawl-db"):
+        assert len({taskmanagers[stage, subtask] for subtask in (1, 2)}) == 2, taskmanagers
+    assert crawl.noted["daemons after the first run"] == []
     # One response or revisit record per request (robots.txt asked again after a 5xx
     # included).
     assert crawl.noted["responses after the first run"] == len(records)
@@ -245,6 +258,7 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_
     process, summary = second.process, second.summary
     assert process.returncode == 0, process.stderr[-3000:]
     assert "resuming from" in process.stdout
+    assert "local Flink cluster" not in process.stdout  # parallelism 1: the MiniCluster
     assert summary["stop_reason"] == "page budget reached"
     records = second.records
     assert len([r for r in records if is_page_path(r.path)]) == 2 * BUDGET
@@ -256,6 +270,8 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_
     assert summary["stop_reason"] == "idle"
     assert audit_log(third.records, expected, min_delay=DELAY) == []
     assert not list((crawl.out / "warc").glob("*.open"))
+    assert "starting a local Flink cluster" in process.stdout
+    assert crawl.noted["daemons after the third run"] == []
 
 
 @crawl_ahead("tiny DRUM, two failures")

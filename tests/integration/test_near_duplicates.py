@@ -81,10 +81,11 @@ def _near_duplicate_crawl(tmp_path: Path) -> dict[str, Any]:
         web = server.web
         seeds = web.seeds(1)
         # Two process subtasks: the copies of an article are archived by either, and still
-        # meet in the one near-duplicate stage.
+        # meet in the one near-duplicate stage. On the MiniCluster: its one process serves
+        # every metric on the reporter's one port (a local cluster's daemons need a range).
         process, summary = run_crawl(
             tmp_path, seeds, server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6",
-            *SHORT_BACKOFF, "--parallelism", "2",
+            *SHORT_BACKOFF, "--parallelism", "2", "--set", "crawl.local_runtime=minicluster",
             "--flink-conf", str(flink_conf_with_prometheus(tmp_path, port)),
             timeout=600, watch=scrapes,
         )

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import struct
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
-from job.job_state import UNKNOWN_STATE, JobStateReader
+from crawl.layout import OutputLayout
+from job.job_state import UNKNOWN_STATE, JobStateReader, rest_address
 from job.status import RestClient
 
 JOB = "a" * 32
@@ -118,3 +121,20 @@ def test_a_rest_api_gone_with_its_ended_job_is_finished(closed_port: int) -> Non
 
     assert _reader(closed_port, out, ended=True)() == "FINISHED"
     assert _reader(closed_port, out, ended=False)() == UNKNOWN_STATE
+
+
+def test_the_rest_address_is_the_newest_logs(tmp_path: Path) -> None:
+    """The logs of an earlier run stay beside the running one's: a local cluster's
+    JobManager's sorts before the MiniCluster's, and said another port."""
+    layout = OutputLayout(tmp_path)
+    layout.flink_logs.mkdir(parents=True)
+    assert rest_address(layout) == ""
+    earlier = layout.flink_logs / "flink--standalonesession-0-host.log"
+    earlier.write_text("... Rest endpoint listening at 127.0.0.1:40001\n")
+    os.utime(earlier, (1_000_000, 1_000_000))
+    running = layout.flink_logs / "flink-user-python-host.log"
+    running.write_text("Rest endpoint listening at 127.0.0.1:40002\n"
+                       "... Rest endpoint listening at 127.0.0.1:40003\n")
+    (layout.flink_logs / "flink-user-python-host.out").write_text(
+        "Rest endpoint listening at 127.0.0.1:40004\n")
+    assert rest_address(layout) == "http://127.0.0.1:40003"

@@ -1,0 +1,287 @@
+"""A standalone Flink cluster on this machine, for a local crawl at a parallelism above 1.
+
+The MiniCluster runs the whole job in the launcher's one JVM, and so in one embedded Python
+interpreter: at parallelism 2 both subtasks of every stage take turns in it (slower than one,
+``BENCHMARKS.md``, "pages/s at parallelism 1 and 2 on a standalone cluster"). For a local crawl
+at parallelism N > 1 (``crawl.local_runtime: auto``) the launcher starts instead a JobManager
+and N TaskManagers of one slot each, every one a JVM of its own with its own interpreter, from
+the Flink distribution inside the installed ``pyflink`` package, and submits the job to it.
+
+The daemons run in the foreground as children of the launcher (``bin/jobmanager.sh`` and
+``bin/taskmanager.sh start-foreground``, which become the JVM), and ask the kernel to kill them
+when the launcher dies, so that none is left behind by a crash or a SIGKILL; the launcher stops
+them when the crawl ends. Their configuration directory is the crawl's ``flink-conf/cluster``
+(the crawl's Flink settings, the endpoints bound as a local run binds them, free ports, one slot
+a TaskManager), their logs go to ``logs/flink`` with the client's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from crawl.layout import OutputLayout
+from job.preparation import CrawlError, path_for_embedded_python, pyflink_home
+
+__all__ = [
+    "CLUSTER_DEFAULTS", "DEFAULT_MEMORY", "LocalCluster", "client_settings", "cluster_settings",
+    "free_ports",
+    "uses_local_cluster",
+]
+
+#: Process sizes of the daemons unless the Flink settings size them (Flink's own defaults for
+#: a TaskManager; a JobManager that schedules one job needs less than Flink's 1,600 MB).
+DEFAULT_MEMORY = {
+    "jobmanager.memory.process.size": "1024m",
+    "taskmanager.memory.process.size": "1728m",
+}
+#: JVM options of a process with little to do: the JIT's first tier, the serial collector.
+_LIGHT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: Settings of the daemons unless the Flink settings name them. The TaskManagers start beside
+#: the JobManager and may ask for its ResourceManager before it listens: they ask again after
+#: half a second, not Flink's 10 s. The JobManager schedules one job and coordinates its
+#: checkpoints: the light JVM serves it, with half the CPU of Flink's C2 and G1.
+CLUSTER_DEFAULTS = {
+    "cluster.registration.error-delay": "500 ms",
+    "env.java.opts.jobmanager": _LIGHT_JVM,
+}
+#: How long the daemons may take to register every TaskManager's slot.
+START_TIMEOUT_SECONDS = 120.0
+#: How long a daemon may take to shut down on SIGTERM before it is killed.
+STOP_TIMEOUT_SECONDS = 15.0
+_JAVA_OPTIONS = "env.java.opts.all"
+_WILDCARD = "0.0.0.0"
+_LOOPBACK = "127.0.0.1"
+_PR_SET_PDEATHSIG = 1
+
+
+def uses_local_cluster(runtime: str, parallelism: int) -> bool:
+    """Whether a local crawl runs on a standalone cluster of this machine rather than the
+    MiniCluster (``crawl.local_runtime``)."""
+    if runtime == "taskmanagers":
+        return True
+    if runtime == "minicluster":
+        return False
+    return parallelism > 1
+
+
+def free_ports(count: int, address: str = _LOOPBACK) -> list[int]:
+    """``count`` ports free on ``address`` now (the kernel's choice; a daemon that finds one
+    taken since fails to start, and says so in its log)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((address, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _connect_address(settings: Mapping[str, str], key: str) -> str:
+    """The address a client connects to for an endpoint bound by the settings: the one
+    ``key`` names, else this machine (an endpoint bound to every interface)."""
+    address = settings.get(key, "")
+    return address if address and address != _WILDCARD else _LOOPBACK
+
+
+def cluster_settings(
+    settings: Mapping[str, str], layout: OutputLayout, rpc_port: int, rest_port: int,
+) -> dict[str, str]:
+    """The ``config.yaml`` of the local cluster: the crawl's Flink ``settings`` (without the
+    savepoint a run restores from: that is the job's), one slot a TaskManager, the daemons'
+    memory unless the settings size it, the JobManager's RPC port and the REST API's port
+    (``rest_port`` when the settings leave it to Flink, 0), pid files under the crawl, and
+    :data:`CLUSTER_DEFAULTS` where the settings say nothing."""
+    cluster = {key: value for key, value in settings.items()
+               if key != "execution.state-recovery.path"}
+    for key, value in CLUSTER_DEFAULTS.items():
+        cluster.setdefault(key, value)
+    for key, value in DEFAULT_MEMORY.items():
+        daemon = key.split(".", 1)[0]
+        if not any(name.startswith(f"{daemon}.memory.") for name in settings):
+            cluster[key] = value
+    if settings.get("rest.port", "0") in ("0", ""):
+        cluster["rest.port"] = str(rest_port)
+    cluster.update({
+        "taskmanager.numberOfTaskSlots": "1",
+        "jobmanager.rpc.address": _connect_address(settings, "jobmanager.rpc.address"),
+        "jobmanager.rpc.port": str(rpc_port),
+        "rest.address": _connect_address(settings, "rest.address"),
+        "env.pid.dir": str(layout.flink_conf / "cluster" / "pids"),
+        "env.log.dir": str(layout.flink_logs),
+    })
+    return cluster
+
+
+def client_settings(settings: Mapping[str, str], cluster: Mapping[str, str]) -> dict[str, str]:
+    """The launcher's own settings for a job it submits to the local cluster (``cluster``, its
+    :func:`cluster_settings`): the job's, sent to the cluster's REST API."""
+    client = dict(settings)
+    # The launcher's JVM only builds the job and submits it: the JIT's first tier is enough.
+    client[_JAVA_OPTIONS] = f"{settings.get(_JAVA_OPTIONS, '')} {_LIGHT_JVM}".strip()
+    return {
+        **client,
+        "execution.target": "remote",
+        "rest.address": cluster["rest.address"],
+        "rest.port": cluster["rest.port"],
+    }
+
+
+def _die_with_parent() -> None:
+    """In the child before it executes the daemon: SIGKILL when the launcher's thread that
+    started it ends (Linux; elsewhere the launcher's own stop is all there is)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+class LocalCluster:
+    """A JobManager and ``taskmanagers`` TaskManagers of one slot each on this machine, run by
+    the launcher for one crawl; :meth:`start` returns once every slot is registered and
+    :meth:`stop` ends them all (also on leaving a ``with`` block)."""
+
+    def __init__(
+        self, settings: Mapping[str, str], layout: OutputLayout, taskmanagers: int,
+        environ: Mapping[str, str],
+    ) -> None:
+        if taskmanagers < 1:
+            raise ValueError(f"a cluster needs at least one TaskManager, got {taskmanagers}")
+        self.taskmanagers = taskmanagers
+        self.layout = layout
+        self.directory = layout.flink_conf / "cluster"
+        bind = settings.get("jobmanager.bind-host", _LOOPBACK)
+        rpc_port, rest_port = free_ports(2, _LOOPBACK if bind == _WILDCARD else bind)
+        self.settings = cluster_settings(settings, layout, rpc_port, rest_port)
+        self._environ = dict(environ)
+        self._processes: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def rest(self) -> str:
+        """The REST API's address, ``http://host:port``."""
+        return f"http://{self.settings['rest.address']}:{self.settings['rest.port']}"
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def write_configuration(self) -> dict[str, str]:
+        """The cluster's configuration directory and class path; returns the daemons'
+        environment."""
+        conf = self.directory / "conf"
+        lib = self.directory / "lib"
+        if self.directory.exists():
+            shutil.rmtree(self.directory)
+        for directory in (conf, lib, self.directory / "pids", self.layout.flink_logs):
+            directory.mkdir(parents=True, exist_ok=True)
+        home = pyflink_home()
+        # A daemon in the foreground logs with log4j-console.properties, to its log file and
+        # to the console as well; the file's settings alone keep one copy (its console, the
+        # .out file, still has what is said before logging starts).
+        shutil.copy(home / "conf" / "log4j.properties", conf / "log4j-console.properties")
+        (conf / "config.yaml").write_text(
+            yaml.safe_dump(self.settings, default_flow_style=False, sort_keys=True),
+            encoding="utf-8",
+        )
+        # The daemons' class path: the package's lib/ and its Python runtime (in opt/, which
+        # PyFlink adds to the class path of the JVMs it starts itself).
+        for jar in [*(home / "lib").glob("*.jar"), *(home / "opt").glob("flink-python-*.jar")]:
+            (lib / jar.name).symlink_to(jar)
+        environment = {
+            **self._environ,
+            "FLINK_CONF_DIR": str(conf),
+            "FLINK_LOG_DIR": str(self.layout.flink_logs),
+            "FLINK_LIB_DIR": str(lib),
+            "FLINK_PLUGINS_DIR": str(home / "plugins"),
+            # The embedded Python finds the crawl's environment through PATH (thread mode).
+            "PATH": path_for_embedded_python(self._environ.get("PATH", "")),
+        }
+        environment.pop("FLINK_HOME", None)  # the scripts find their own distribution
+        return environment
+
+    def start(self, timeout: float = START_TIMEOUT_SECONDS) -> None:
+        """:meth:`launch` the daemons and :meth:`wait_until_ready`."""
+        self.launch()
+        self.wait_until_ready(timeout)
+
+    def launch(self) -> None:
+        """Start the JobManager and the TaskManagers; returns at once (they take seconds to
+        come up, which the launcher spends starting its own JVM and building the job)."""
+        environment = self.write_configuration()
+        scripts = pyflink_home() / "bin"
+        daemons = [("jobmanager", scripts / "jobmanager.sh")] + [
+            ("taskmanager", scripts / "taskmanager.sh")] * self.taskmanagers
+        for number, (name, script) in enumerate(daemons):
+            console = self.layout.flink_logs / f"{name}-{number}.out"
+            with console.open("ab") as output:
+                self._processes.append(subprocess.Popen(
+                    ["bash", str(script), "start-foreground"], env=environment,
+                    cwd=self.directory, stdin=subprocess.DEVNULL, stdout=output,
+                    stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+                    # Not in the terminal's process group: Ctrl-C stops the crawl with a
+                    # savepoint, which needs the daemons.
+                    start_new_session=True,
+                ))
+
+    def wait_until_ready(self, timeout: float = START_TIMEOUT_SECONDS) -> None:
+        """Wait until every TaskManager's slot is registered; raises CrawlError (naming the
+        logs), with the daemons stopped, when one exits or the slots do not come in time."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for process in self._processes:
+                if process.poll() is not None:
+                    self.stop()
+                    raise CrawlError(
+                        f"a daemon of the local Flink cluster exited with status "
+                        f"{process.returncode} while starting (its log is in "
+                        f"{self.layout.flink_logs})")
+            if self.slots() >= self.taskmanagers:
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise CrawlError(
+                    f"the local Flink cluster did not register {self.taskmanagers} "
+                    f"TaskManager(s) within {timeout:g} s (logs in {self.layout.flink_logs})")
+            time.sleep(0.25)
+
+    def slots(self) -> int:
+        """The task slots registered with the JobManager (0 while its REST API is not up)."""
+        try:
+            with urllib.request.urlopen(f"{self.rest}/overview", timeout=5) as reply:
+                overview: Any = json.loads(reply.read())
+        except (OSError, ValueError):
+            return 0
+        return int(overview.get("slots-total", 0)) if isinstance(overview, dict) else 0
+
+    def pids(self) -> list[int]:
+        """The daemons' process ids (each the JVM, once its script has executed it)."""
+        return [process.pid for process in self._processes]
+
+    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
+        """End every daemon: SIGTERM (Flink shuts down in order), SIGKILL after ``timeout``."""
+        running = [process for process in self._processes if process.poll() is None]
+        for process in running:
+            process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for process in running:
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._processes.clear()

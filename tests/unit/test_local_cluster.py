@@ -1,0 +1,172 @@
+"""The standalone cluster a local crawl at parallelism N runs on: its settings, its files, and
+daemons that end with the launcher."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from crawl.layout import OutputLayout
+from job.local_cluster import (
+    CLUSTER_DEFAULTS,
+    DEFAULT_MEMORY,
+    LocalCluster,
+    client_settings,
+    cluster_settings,
+    free_ports,
+    uses_local_cluster,
+)
+from job.local_settings import bind_settings
+
+
+@pytest.mark.parametrize(
+    ("runtime", "parallelism", "expected"),
+    [("auto", 1, False), ("auto", 2, True), ("auto", 16, True), ("minicluster", 4, False),
+     ("taskmanagers", 1, True), ("taskmanagers", 3, True)],
+)
+def test_which_runtime_a_local_crawl_gets(runtime: str, parallelism: int, expected: bool) -> None:
+    assert uses_local_cluster(runtime, parallelism) is expected
+
+
+def _settings(**extra: str) -> dict[str, str]:
+    return {"state.backend.type": "rocksdb", "rest.port": "0", **bind_settings("127.0.0.1"),
+            **extra}
+
+
+def test_the_cluster_has_the_crawls_settings_one_slot_a_taskmanager_and_ports_of_its_own(
+    tmp_path: Path,
+) -> None:
+    layout = OutputLayout(tmp_path)
+    settings = _settings(**{"execution.state-recovery.path": "file:///savepoint"})
+    cluster = cluster_settings(settings, layout, rpc_port=6200, rest_port=8200)
+    assert cluster["state.backend.type"] == "rocksdb"
+    assert cluster["taskmanager.numberOfTaskSlots"] == "1"
+    assert cluster["jobmanager.rpc.port"] == "6200"
+    assert cluster["rest.port"] == "8200"  # "0" would give the client no port to find
+    assert cluster["jobmanager.rpc.address"] == cluster["rest.address"] == "127.0.0.1"
+    # The savepoint a run restores from is the job's: a cluster setting would restore every
+    # job submitted to it.
+    assert "execution.state-recovery.path" not in cluster
+    for key, value in {**DEFAULT_MEMORY, **CLUSTER_DEFAULTS}.items():
+        assert cluster[key] == value
+    assert cluster["env.log.dir"] == str(layout.flink_logs)
+    assert Path(cluster["env.pid.dir"]).is_relative_to(layout.flink_conf)
+
+
+def test_settings_of_flink_conf_are_kept(tmp_path: Path) -> None:
+    settings = _settings(**{"rest.port": "9081", "taskmanager.memory.flink.size": "3g",
+                            "jobmanager.memory.heap.size": "600m",
+                            "cluster.registration.error-delay": "2 s"})
+    cluster = cluster_settings(settings, OutputLayout(tmp_path), rpc_port=1, rest_port=2)
+    assert cluster["rest.port"] == "9081"
+    assert cluster["taskmanager.memory.flink.size"] == "3g"
+    assert "taskmanager.memory.process.size" not in cluster
+    assert "jobmanager.memory.process.size" not in cluster
+    assert cluster["cluster.registration.error-delay"] == "2 s"
+
+
+def test_endpoints_bound_to_every_interface_are_reached_on_this_machine(tmp_path: Path) -> None:
+    cluster = cluster_settings({**bind_settings("0.0.0.0"), "rest.port": "0"},
+                               OutputLayout(tmp_path), rpc_port=1, rest_port=2)
+    assert cluster["rest.bind-address"] == "0.0.0.0"
+    assert cluster["jobmanager.rpc.address"] == cluster["rest.address"] == "127.0.0.1"
+    other = cluster_settings({**bind_settings("10.1.2.3"), "rest.port": "0"},
+                             OutputLayout(tmp_path), rpc_port=1, rest_port=2)
+    assert other["jobmanager.rpc.address"] == other["rest.address"] == "10.1.2.3"
+
+
+def test_the_client_submits_the_job_to_the_clusters_rest_api(tmp_path: Path) -> None:
+    settings = _settings(**{"execution.state-recovery.path": "file:///savepoint"})
+    cluster = cluster_settings(settings, OutputLayout(tmp_path), rpc_port=6200, rest_port=8200)
+    client = client_settings(settings, cluster)
+    assert client["execution.target"] == "remote"
+    assert (client["rest.address"], client["rest.port"]) == ("127.0.0.1", "8200")
+    assert client["execution.state-recovery.path"] == "file:///savepoint"
+
+
+def test_free_ports_are_distinct_and_bindable() -> None:
+    ports = free_ports(3)
+    assert len(set(ports)) == 3
+    assert all(1024 <= port < 65536 for port in ports)
+
+
+def test_the_configuration_directory_and_the_daemons_environment(tmp_path: Path) -> None:
+    layout = OutputLayout(tmp_path / "out")
+    layout.make()
+    cluster = LocalCluster(_settings(), layout, 2,
+                           {"PATH": "/usr/bin", "FLINK_HOME": "/elsewhere", "KEEP": "1"})
+    environment = cluster.write_configuration()
+    conf = Path(environment["FLINK_CONF_DIR"])
+    assert yaml.safe_load((conf / "config.yaml").read_text()) == cluster.settings
+    # A daemon in the foreground logs through log4j-console.properties: to its file only.
+    assert "appender.console" not in (conf / "log4j-console.properties").read_text()
+    jars = [path.name for path in Path(environment["FLINK_LIB_DIR"]).iterdir()]
+    assert any(name.startswith("flink-python-") for name in jars)
+    assert any(name.startswith("flink-dist-") for name in jars)
+    assert environment["FLINK_LOG_DIR"] == str(layout.flink_logs)
+    assert environment["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable)
+    assert "FLINK_HOME" not in environment
+    assert environment["KEEP"] == "1"
+    assert cluster.rest == f"http://127.0.0.1:{cluster.settings['rest.port']}"
+
+
+def test_no_taskmanager_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least one TaskManager"):
+        LocalCluster(_settings(), OutputLayout(tmp_path), 0, {})
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_a_daemon_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """The launcher killed (SIGKILL: no chance to stop anything) takes its daemons along."""
+    pid_file = tmp_path / "child.pid"
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import subprocess, time
+        from job.local_cluster import _die_with_parent
+        child = subprocess.Popen(["sleep", "600"], preexec_fn=_die_with_parent,
+                                 start_new_session=True)
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        time.sleep(600)
+    """)], cwd=Path(__file__).resolve().parents[2])
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert parent.poll() is None, "the parent exited"
+            assert time.monotonic() < deadline, "the child was not started"
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        assert _alive(child)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 60
+    while _alive(child):
+        assert time.monotonic() < deadline, "the child outlived its parent"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by init, does not)."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return status.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_the_launchers_jvm_only_submits_and_gets_the_light_options(tmp_path: Path) -> None:
+    settings = _settings(**{"env.java.opts.all": "--add-opens=java.base/java.util=ALL-UNNAMED"})
+    cluster = cluster_settings(settings, OutputLayout(tmp_path), rpc_port=1, rest_port=2)
+    client = client_settings(settings, cluster)
+    assert client["env.java.opts.all"].startswith("--add-opens=java.base/java.util=ALL-UNNAMED ")
+    assert "-XX:TieredStopAtLevel=1" in client["env.java.opts.all"]
+    # The TaskManagers keep the JIT's second tier (a long crawl pays for it once).
+    assert cluster["env.java.opts.all"] == settings["env.java.opts.all"]
+    assert "-XX:TieredStopAtLevel=1" in cluster["env.java.opts.jobmanager"]
