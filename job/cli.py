@@ -43,7 +43,11 @@ def _add_crawl_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-seconds", type=float, help="stop after this long (crawl.max_seconds; 0: never)"
     )
-    parser.add_argument("--parallelism", type=int, help="Flink parallelism (crawl.parallelism)")
+    parser.add_argument(
+        "--parallelism", type=int,
+        help="Flink parallelism (crawl.parallelism); a local crawl above 1 runs on as many "
+        "TaskManagers of this machine, a Python interpreter each",
+    )
     parser.add_argument(
         "--delay", type=float, help="seconds between requests to a host (politeness.delay_seconds)"
     )
