@@ -63,25 +63,27 @@ def crawl_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def run_crawl(
     tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
     out: Path | None = None, watch: Callable[[], None] | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None, own_session: bool = False,
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     """Run ``python -m job crawl`` and return the process and its summary.json."""
     process, summary, _ = run_crawl_measured(tmp_path, seeds, proxy, *options, timeout=timeout,
-                                             out=out, watch=watch, env=env)
+                                             out=out, watch=watch, env=env,
+                                             own_session=own_session)
     return process, summary
 
 
 def run_crawl_measured(
     tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
     out: Path | None = None, watch: Callable[[], None] | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None, own_session: bool = False,
 ) -> tuple[subprocess.CompletedProcess[str], dict, TreeUsage]:
     """:func:`run_crawl`, and what the crawl's processes used (CPU, peak resident memory).
 
     ``proxy`` None: no ``--proxy`` (the options then say how hosts are reached); ``out`` the
     output directory (``tmp_path / "out"`` by default); ``watch`` is called every
     :data:`WATCH_INTERVAL` seconds while the crawl runs (to look at it from outside); ``env``
-    variables set for the crawl."""
+    variables set for the crawl; ``own_session`` runs it in a session and process group of
+    its own, as a shell runs a command in a terminal (whose Ctrl-C signals the group)."""
     out = out or tmp_path / "out"
     command = [sys.executable, "-m", "job", "crawl", "--out", str(out)]
     if proxy is not None:
@@ -93,7 +95,7 @@ def run_crawl_measured(
     command += options
     child = subprocess.Popen(
         command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=crawl_environment(env),
+        env=crawl_environment(env), start_new_session=own_session,
     )
     monitor = ProcessTreeMonitor(child.pid)
     deadline = time.monotonic() + timeout

@@ -9,8 +9,11 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,7 @@ from synthweb import (
 )
 from synthweb.audit import is_page_path
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
-from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl
+from tests.integration.crawl_runner import SHORT_BACKOFF, run_crawl, running_job
 from tests.integration.flink_logs import deployments, local_cluster_daemons
 from tests.integration.listening import ListeningWatch
 from tests.integration.metrics_watch import MetricsWatch
@@ -274,6 +277,58 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_
     assert crawl.noted["daemons after the third run"] == []
 
 
+INTERRUPTED_DELAY = 1.0
+
+
+@crawl_ahead("interrupted at parallelism 2")
+def _interrupted_crawl(tmp_path: Path) -> PlainWebCrawl:
+    """A crawl at parallelism 2 (on the local cluster) interrupted as Ctrl-C in a terminal
+    does: SIGINT to the command's process group, once it has fetched pages."""
+    out = tmp_path / "out"
+    interrupted: list[float] = []
+
+    def interrupt() -> None:
+        job = running_job(out)
+        if interrupted or job is None:
+            return
+        if CrawlFigures.from_statuses(read_statuses(out / "status")).pages > 0:
+            os.killpg(job["pid"], signal.SIGINT)  # a session of its own: its group's id
+            interrupted.append(time.monotonic())
+
+    with _plain_web(tmp_path) as web_server:
+        seeds = web_server.web.seeds()
+        process, summary = run_crawl(
+            tmp_path, seeds, web_server.proxy_url, "--delay", str(INTERRUPTED_DELAY),
+            "--parallelism", "2", "--idle-seconds", "6", *SHORT_BACKOFF,
+            watch=interrupt, own_session=True,
+        )
+        return PlainWebCrawl(web_server.web, web_server.web.expected_crawl(seeds, TOKEN), out,
+                             [Crawled(process, summary, web_server.request_log())],
+                             {"interrupted": bool(interrupted),
+                              "daemons after": local_cluster_daemons(out)})
+
+
+@pytest.mark.crawl_ahead("interrupted at parallelism 2")
+def test_ctrl_c_stops_a_crawl_on_the_local_cluster_with_a_savepoint(
+    crawls_ahead: CrawlsAhead,
+) -> None:
+    """The terminal's SIGINT reaches the command (and its JVM, which ignores it), not the
+    cluster's daemons, which the stop with a savepoint needs; then they end with it."""
+    crawl: PlainWebCrawl = crawls_ahead.result("interrupted at parallelism 2")
+    (run,) = crawl.runs
+    assert crawl.noted["interrupted"]
+    assert run.process.returncode == 0, run.process.stderr[-3000:]
+    assert "interrupted: stopping with a savepoint" in run.process.stdout
+    assert run.summary["stop_reason"] == "interrupted"
+    assert Path(run.summary["savepoint"].removeprefix("file:"), "_metadata").is_file()
+    assert not list((crawl.out / "warc").glob("*.open"))
+    assert audit_log(run.records, crawl.expected, min_delay=INTERRUPTED_DELAY,
+                     complete=False) == []
+    # Stopped well before the end: the web has more pages than it fetched.
+    assert len([r for r in run.records if is_page_path(r.path)]) < len(crawl.expected.fetch)
+    assert crawl.noted["daemons after"] == []
+
+
 @crawl_ahead("tiny DRUM, two failures")
 def _tiny_drum_crawl(tmp_path: Path) -> PlainWebCrawl:
     """The crawl DB with tiny DRUM buffers, the crawl DB stage and then the process stage
@@ -379,9 +434,12 @@ def _grouped_crawl(tmp_path: Path, group_by: str) -> GroupedCrawl:
             proxy = server.proxy_url
             options += ["--set", f"politeness.domain_quota_pages={QUOTA_PAGES}",
                         "--set", f"politeness.domain_quota_seconds={QUOTA_SECONDS}"]
+        # Two fetch subtasks on the MiniCluster (the local cluster's start, which the
+        # rescaled crawl tests, would only lengthen the suite: the groups are keyed state).
         process, summary = run_crawl(
             tmp_path, seeds, proxy,
             "--delay", str(GROUPED_DELAY), "--idle-seconds", "6", "--parallelism", "2",
+            "--set", "crawl.local_runtime=minicluster",
             "--set", "politeness.response_time_factor=0", *SHORT_BACKOFF, *options,
         )
         records = sorted(server.request_log(), key=lambda r: r.start)
