@@ -17,7 +17,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
@@ -143,6 +143,8 @@ def run_local_crawl(
         failures = FailureWatch(RestClient(rest).get, str(client.get_job_id())) if rest else None
         carry = CounterCarry()
         job_state = job_state_reader(client, rest, out)
+        if cluster is not None:
+            job_state = _supervised(job_state, cluster, out)
         try:
             reason, savepoint = watch_job(client, config, layout, out, job_state, failures, carry)
         except KeyboardInterrupt:
@@ -227,6 +229,20 @@ def _start_local_cluster(
     daemons.callback(cluster.stop)
     cluster.launch()
     return cluster
+
+
+def _supervised(
+    job_state: Callable[[], str], cluster: LocalCluster, out: TextIO
+) -> Callable[[], str]:
+    """``job_state``, asked after the local cluster's daemons are looked after (a TaskManager
+    that exited started again, said on ``out``; a JobManager that exited raises CrawlError)."""
+
+    def ask() -> str:
+        for line in cluster.supervise():
+            print(line, file=out, flush=True)
+        return job_state()
+
+    return ask
 
 
 def _submit(

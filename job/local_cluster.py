@@ -166,7 +166,11 @@ class LocalCluster:
         rpc_port, rest_port = free_ports(2, _LOOPBACK if bind == _WILDCARD else bind)
         self.settings = cluster_settings(settings, layout, rpc_port, rest_port)
         self._environ = dict(environ)
-        self._processes: list[subprocess.Popen[bytes]] = []
+        self._environment: dict[str, str] = {}
+        self._jobmanager: subprocess.Popen[bytes] | None = None
+        self._taskmanagers: list[subprocess.Popen[bytes]] = []
+        self._started = 0
+        self._stopping = False
 
     @property
     def rest(self) -> str:
@@ -222,21 +226,32 @@ class LocalCluster:
     def launch(self) -> None:
         """Start the JobManager and the TaskManagers; returns at once (they take seconds to
         come up, which the launcher spends starting its own JVM and building the job)."""
-        environment = self.write_configuration()
-        scripts = pyflink_home() / "bin"
-        daemons = [("jobmanager", scripts / "jobmanager.sh")] + [
-            ("taskmanager", scripts / "taskmanager.sh")] * self.taskmanagers
-        for number, (name, script) in enumerate(daemons):
-            console = self.layout.flink_logs / f"{name}-{number}.out"
-            with console.open("ab") as output:
-                self._processes.append(subprocess.Popen(
-                    ["bash", str(script), "start-foreground"], env=environment,
-                    cwd=self.directory, stdin=subprocess.DEVNULL, stdout=output,
-                    stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-                    # Not in the terminal's process group: Ctrl-C stops the crawl with a
-                    # savepoint, which needs the daemons.
-                    start_new_session=True,
-                ))
+        self._environment = self.write_configuration()
+        self._stopping = False
+        self._jobmanager = self._start_daemon("jobmanager")
+        self._taskmanagers = [self._start_daemon("taskmanager") for _ in range(self.taskmanagers)]
+
+    def _command(self, role: str) -> list[str]:
+        """The command line of a daemon (``role``: jobmanager or taskmanager)."""
+        return ["bash", str(pyflink_home() / "bin" / f"{role}.sh"), "start-foreground"]
+
+    def _start_daemon(self, role: str) -> subprocess.Popen[bytes]:
+        self._started += 1
+        console = self.layout.flink_logs / f"{role}-{self._started}.out"
+        with console.open("ab") as output:
+            return subprocess.Popen(
+                self._command(role), env=self._environment, cwd=self.directory,
+                stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+                # Not in the terminal's process group: Ctrl-C stops the crawl with a
+                # savepoint, which needs the daemons.
+                start_new_session=True,
+            )
+
+    @property
+    def _processes(self) -> list[subprocess.Popen[bytes]]:
+        jobmanager = [self._jobmanager] if self._jobmanager is not None else []
+        return jobmanager + self._taskmanagers
 
     def wait_until_ready(self, timeout: float = START_TIMEOUT_SECONDS) -> None:
         """Wait until every TaskManager's slot is registered; raises CrawlError (naming the
@@ -259,6 +274,30 @@ class LocalCluster:
                     f"TaskManager(s) within {timeout:g} s (logs in {self.layout.flink_logs})")
             time.sleep(0.25)
 
+    def supervise(self) -> list[str]:
+        """Start a TaskManager in place of each that exited (killed, out of memory): the job
+        restarts from its last checkpoint once the JobManager has noticed the loss and the new
+        one's slot is registered. Returns what happened, a line each. A JobManager that
+        exited takes the job with it: CrawlError, saying how to go on."""
+        if self._stopping or self._jobmanager is None:
+            return []
+        if self._jobmanager.poll() is not None:
+            raise CrawlError(
+                f"the local Flink cluster's JobManager exited with status "
+                f"{self._jobmanager.returncode}, and the job with it (its log is in "
+                f"{self.layout.flink_logs}). The crawl's last checkpoint is kept: run the same "
+                "command with --resume to go on from it")
+        said = []
+        for index, process in enumerate(self._taskmanagers):
+            if process.poll() is None:
+                continue
+            self._taskmanagers[index] = self._start_daemon("taskmanager")
+            said.append(
+                f"a TaskManager of the local Flink cluster exited with status "
+                f"{process.returncode}; started another (the job restarts from its last "
+                "checkpoint)")
+        return said
+
     def slots(self) -> int:
         """The task slots registered with the JobManager (0 while its REST API is not up)."""
         try:
@@ -274,6 +313,7 @@ class LocalCluster:
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
         """End every daemon: SIGTERM (Flink shuts down in order), SIGKILL after ``timeout``."""
+        self._stopping = True
         running = [process for process in self._processes if process.poll() is None]
         for process in running:
             process.send_signal(signal.SIGTERM)
@@ -284,4 +324,4 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        self._processes.clear()
+        self._jobmanager, self._taskmanagers = None, []

@@ -25,6 +25,7 @@ from job.local_cluster import (
     uses_local_cluster,
 )
 from job.local_settings import bind_settings
+from job.preparation import CrawlError
 
 
 @pytest.mark.parametrize(
@@ -170,3 +171,49 @@ def test_the_launchers_jvm_only_submits_and_gets_the_light_options(tmp_path: Pat
     # The TaskManagers keep the JIT's second tier (a long crawl pays for it once).
     assert cluster["env.java.opts.all"] == settings["env.java.opts.all"]
     assert "-XX:TieredStopAtLevel=1" in cluster["env.java.opts.jobmanager"]
+
+
+class _SleepingCluster(LocalCluster):
+    """The cluster's process handling with ``sleep`` in place of each daemon's JVM."""
+
+    def _command(self, role: str) -> list[str]:
+        return ["sleep", "600"]
+
+
+def test_a_taskmanager_that_exits_is_started_again_and_a_lost_jobmanager_ends_the_crawl(
+    tmp_path: Path,
+) -> None:
+    layout = OutputLayout(tmp_path / "out")
+    layout.make()
+    cluster = _SleepingCluster(_settings(), layout, 2, dict(os.environ))
+    cluster.launch()
+    try:
+        jobmanager, first, second = cluster.pids()
+        assert cluster.supervise() == []
+        os.kill(second, signal.SIGKILL)
+        _wait_for_exit(second)
+        said = cluster.supervise()
+        assert len(said) == 1
+        assert "exited with status -9; started another" in said[0]
+        pids = cluster.pids()
+        assert pids[:2] == [jobmanager, first]
+        assert pids[2] not in (jobmanager, first, second)
+        assert _alive(pids[2])
+        assert sorted(path.name for path in layout.flink_logs.glob("*.out")) == [
+            "jobmanager-1.out", "taskmanager-2.out", "taskmanager-3.out", "taskmanager-4.out"]
+
+        os.kill(jobmanager, signal.SIGKILL)
+        _wait_for_exit(jobmanager)
+        with pytest.raises(CrawlError, match=r"JobManager exited with status -9.*--resume"):
+            cluster.supervise()
+    finally:
+        cluster.stop()
+    assert not any(_alive(pid) for pid in pids)
+    assert cluster.supervise() == []  # stopped: nothing to look after
+
+
+def _wait_for_exit(pid: int) -> None:
+    deadline = time.monotonic() + 60
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"{pid} still runs"
+        time.sleep(0.02)
