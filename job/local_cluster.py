@@ -35,8 +35,7 @@ from job.preparation import CrawlError, path_for_embedded_python, pyflink_home
 
 __all__ = [
     "CLUSTER_DEFAULTS", "DEFAULT_MEMORY", "LocalCluster", "client_settings", "cluster_settings",
-    "free_ports",
-    "uses_local_cluster",
+    "free_ports", "uses_local_cluster",
 ]
 
 #: Process sizes of the daemons unless the Flink settings size them (Flink's own defaults for
@@ -45,6 +44,15 @@ DEFAULT_MEMORY = {
     "jobmanager.memory.process.size": "1024m",
     "taskmanager.memory.process.size": "1728m",
 }
+#: The keys (each set of them together) with which Flink's settings size a daemon's memory
+#: themselves.
+_SIZED_BY = {
+    "jobmanager": ({"process.size"}, {"flink.size"}, {"heap.size"}),
+    "taskmanager": ({"process.size"}, {"flink.size"}, {"task.heap.size", "managed.size"}),
+}
+#: A TaskManager that exits this soon after its start, this many times in a row, is not
+#: started again: something in its settings or on the machine keeps it from running.
+QUICK_EXIT_SECONDS, QUICK_EXITS = 60.0, 3
 #: JVM options of a process with little to do: the JIT's first tier, the serial collector.
 _LIGHT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: Settings of the daemons unless the Flink settings name them. The TaskManagers start beside
@@ -109,7 +117,8 @@ def cluster_settings(
         cluster.setdefault(key, value)
     for key, value in DEFAULT_MEMORY.items():
         daemon = key.split(".", 1)[0]
-        if not any(name.startswith(f"{daemon}.memory.") for name in settings):
+        named = {name.removeprefix(f"{daemon}.memory.") for name in settings}
+        if not any(keys <= named for keys in _SIZED_BY[daemon]):
             cluster[key] = value
     if settings.get("rest.port", "0") in ("0", ""):
         cluster["rest.port"] = str(rest_port)
@@ -169,6 +178,9 @@ class LocalCluster:
         self._environment: dict[str, str] = {}
         self._jobmanager: subprocess.Popen[bytes] | None = None
         self._taskmanagers: list[subprocess.Popen[bytes]] = []
+        #: When each TaskManager was started, and how many of its slot's quick exits in a row.
+        self._started_at: list[float] = []
+        self._quick_exits: list[int] = []
         self._started = 0
         self._stopping = False
 
@@ -230,6 +242,8 @@ class LocalCluster:
         self._stopping = False
         self._jobmanager = self._start_daemon("jobmanager")
         self._taskmanagers = [self._start_daemon("taskmanager") for _ in range(self.taskmanagers)]
+        self._started_at = [time.monotonic()] * self.taskmanagers
+        self._quick_exits = [0] * self.taskmanagers
 
     def _command(self, role: str) -> list[str]:
         """The command line of a daemon (``role``: jobmanager or taskmanager)."""
@@ -291,7 +305,18 @@ class LocalCluster:
         for index, process in enumerate(self._taskmanagers):
             if process.poll() is None:
                 continue
+            now = time.monotonic()
+            quick = now - self._started_at[index] < QUICK_EXIT_SECONDS
+            self._quick_exits[index] = self._quick_exits[index] + 1 if quick else 0
+            if self._quick_exits[index] >= QUICK_EXITS:
+                raise CrawlError(
+                    f"a TaskManager of the local Flink cluster exited {QUICK_EXITS} times in a "
+                    f"row within {QUICK_EXIT_SECONDS:g} s of its start, the last with status "
+                    f"{process.returncode} (its log is in {self.layout.flink_logs}). The "
+                    "crawl's last checkpoint is kept: once the cause is dealt with, run the "
+                    "same command with --resume to go on from it")
             self._taskmanagers[index] = self._start_daemon("taskmanager")
+            self._started_at[index] = now
             said.append(
                 f"a TaskManager of the local Flink cluster exited with status "
                 f"{process.returncode}; started another (the job restarts from its last "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -60,6 +61,13 @@ def crawl_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, **(extra or {}), "PATH": path, "JVM_ARGS": jvm_args}
 
 
+def _default_interrupt() -> None:
+    """In a crawl's child process before it runs: SIGINT handled as a shell's foreground job
+    has it, even when the tests run where it is ignored (a shell's background job: Python
+    then leaves it ignored, and a Ctrl-C would never reach the crawl)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_crawl(
     tmp_path: Path, seeds: list[str], proxy: str | None, *options: str, timeout: float = 300,
     out: Path | None = None, watch: Callable[[], None] | None = None,
@@ -96,6 +104,7 @@ def run_crawl_measured(
     child = subprocess.Popen(
         command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=crawl_environment(env), start_new_session=own_session,
+        preexec_fn=_default_interrupt if own_session else None,
     )
     monitor = ProcessTreeMonitor(child.pid)
     deadline = time.monotonic() + timeout

@@ -18,6 +18,7 @@ from crawl.layout import OutputLayout
 from job.local_cluster import (
     CLUSTER_DEFAULTS,
     DEFAULT_MEMORY,
+    QUICK_EXITS,
     LocalCluster,
     client_settings,
     cluster_settings,
@@ -72,6 +73,30 @@ def test_settings_of_flink_conf_are_kept(tmp_path: Path) -> None:
     assert "taskmanager.memory.process.size" not in cluster
     assert "jobmanager.memory.process.size" not in cluster
     assert cluster["cluster.registration.error-delay"] == "2 s"
+
+
+@pytest.mark.parametrize(
+    ("keys", "sized"),
+    [({"taskmanager.memory.managed.fraction": "0.2"}, set()),
+     ({"taskmanager.memory.task.heap.size": "512m"}, set()),
+     ({"taskmanager.memory.task.heap.size": "512m", "taskmanager.memory.managed.size": "256m"},
+      {"taskmanager"}),
+     ({"taskmanager.memory.process.size": "4g", "jobmanager.memory.flink.size": "900m"},
+      {"taskmanager", "jobmanager"}),
+     ({"jobmanager.memory.heap.size": "700m"}, {"jobmanager"})],
+)
+def test_memory_is_sized_by_default_unless_the_settings_size_it_whole(
+    tmp_path: Path, keys: dict[str, str], sized: set[str]
+) -> None:
+    """A key that sizes only a part (a fraction, the task heap alone) leaves Flink no total:
+    the default process size stays beside it."""
+    cluster = cluster_settings(_settings(**keys), OutputLayout(tmp_path), rpc_port=1, rest_port=2)
+    for daemon in ("jobmanager", "taskmanager"):
+        default = f"{daemon}.memory.process.size"
+        if daemon in sized:
+            assert cluster.get(default) == keys.get(default)
+        else:
+            assert cluster[default] == DEFAULT_MEMORY[default]
 
 
 def test_endpoints_bound_to_every_interface_are_reached_on_this_machine(tmp_path: Path) -> None:
@@ -210,6 +235,26 @@ def test_a_taskmanager_that_exits_is_started_again_and_a_lost_jobmanager_ends_th
         cluster.stop()
     assert not any(_alive(pid) for pid in pids)
     assert cluster.supervise() == []  # stopped: nothing to look after
+
+
+def test_a_taskmanager_that_keeps_exiting_at_once_ends_the_crawl(tmp_path: Path) -> None:
+    layout = OutputLayout(tmp_path / "out")
+    layout.make()
+    cluster = _SleepingCluster(_settings(), layout, 1, dict(os.environ))
+    cluster.launch()
+    try:
+        for _ in range(QUICK_EXITS - 1):
+            taskmanager = cluster.pids()[1]
+            os.kill(taskmanager, signal.SIGKILL)
+            _wait_for_exit(taskmanager)
+            assert len(cluster.supervise()) == 1
+        taskmanager = cluster.pids()[1]
+        os.kill(taskmanager, signal.SIGKILL)
+        _wait_for_exit(taskmanager)
+        with pytest.raises(CrawlError, match=rf"exited {QUICK_EXITS} times in a row"):
+            cluster.supervise()
+    finally:
+        cluster.stop()
 
 
 def _wait_for_exit(pid: int) -> None:
