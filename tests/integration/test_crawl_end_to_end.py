@@ -186,13 +186,36 @@ def test_crawl_fetches_every_reachable_page_politely_and_shows_its_figures(
 
 
 BUDGET = 40
+#: The third run's delay: long enough for the crawl to go on through a TaskManager's loss.
+SLOW_DELAY = 1.5
+#: The third run's page requests before the kill, and after it before the interrupt.
+PAGES_BEFORE_KILL, PAGES_AFTER_KILL = 3, 8
 
 
-@crawl_ahead("page budget, rescaled 2-1-2", long=True)
+def _taskmanagers(out: Path) -> list[int]:
+    """The live TaskManagers of the crawl's local cluster (their JVMs)."""
+    return [pid for pid in local_cluster_daemons(out)
+            if b"TaskManagerRunner" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+
+def _pages(records: list[RequestRecord]) -> list[RequestRecord]:
+    return [r for r in records if is_page_path(r.path)]
+
+
+@crawl_ahead("page budget, rescaled 2-1-2-1", long=True)
 def _budget_crawl(tmp_path: Path) -> PlainWebCrawl:
-    """A crawl of BUDGET pages at parallelism 2, resumed at parallelism 1 with twice the budget,
-    then at parallelism 2 without one; what the first run left is noted before the next."""
+    """A crawl of BUDGET pages at parallelism 2 (on the local cluster), resumed at parallelism
+    1 (the MiniCluster) with twice the budget, then at parallelism 2 without one, where a
+    TaskManager is killed (SIGKILL) once pages are fetched and, once pages are fetched again,
+    the command is interrupted as Ctrl-C in a terminal does (SIGINT to its process group),
+    then at parallelism 1 to the end. What each run left is noted before the next."""
     out = tmp_path / "out"
+    # Short heartbeats: the JobManager notices the dead TaskManager within seconds (Flink's
+    # default: 50).
+    flink_conf = tmp_path / "flink-conf.yaml"
+    flink_conf.write_text(
+        (PROJECT_ROOT / "flink-conf.yaml").read_text(encoding="utf-8")
+        + "heartbeat.interval: 1000\nheartbeat.timeout: 5000\n", encoding="utf-8")
     with _plain_web(tmp_path) as web_server:
         seeds = web_server.web.seeds()
         runs = []
@@ -202,40 +225,65 @@ def _budget_crawl(tmp_path: Path) -> PlainWebCrawl:
             "--idle-seconds", "6", *SHORT_BACKOFF,
         )
         runs.append(Crawled(process, summary, web_server.request_log()))
-        noted = {"open after the first run": list((out / "warc").glob("*.open")),
-                 "responses after the first run": len(_warc_response_list(out)),
-                 "deployments of the first run": deployments(out / "logs" / "flink"),
-                 "daemons after the first run": local_cluster_daemons(out)}
+        noted: dict[str, Any] = {
+            "open after the first run": list((out / "warc").glob("*.open")),
+            "responses after the first run": len(_warc_response_list(out)),
+            "deployments of the first run": deployments(out / "logs" / "flink"),
+            "daemons after the first run": local_cluster_daemons(out)}
         process, summary = run_crawl(
             tmp_path, [], web_server.proxy_url,
             "--resume", "--delay", str(DELAY), "--parallelism", "1", "--idle-seconds", "6",
             "--max-pages", str(2 * BUDGET), *SHORT_BACKOFF,
         )
         runs.append(Crawled(process, summary, web_server.request_log()))
+        before = len(_pages(runs[-1].records))
+
+        def kill_then_interrupt() -> None:
+            job = running_job(out)
+            if job is None or "interrupted" in noted:
+                return
+            pages = len(_pages(web_server.request_log())) - before
+            taskmanagers = _taskmanagers(out)
+            if "killed" not in noted:
+                if pages >= PAGES_BEFORE_KILL and len(taskmanagers) == 2:
+                    os.kill(taskmanagers[0], signal.SIGKILL)
+                    noted.update(killed=taskmanagers[0], pages_at_kill=pages)
+            elif (pages >= noted["pages_at_kill"] + PAGES_AFTER_KILL and len(taskmanagers) == 2
+                  and noted["killed"] not in taskmanagers):
+                os.killpg(job["pid"], signal.SIGINT)  # a session of its own: its group's id
+                noted["interrupted"] = pages
+
         process, summary = run_crawl(
             tmp_path, [], web_server.proxy_url,
-            "--resume", "--delay", str(DELAY), "--parallelism", "2", "--idle-seconds", "6",
-            *SHORT_BACKOFF,
+            "--resume", "--delay", str(SLOW_DELAY), "--parallelism", "2", "--idle-seconds", "6",
+            "--flink-conf", str(flink_conf), *SHORT_BACKOFF,
+            watch=kill_then_interrupt, own_session=True,
         )
         runs.append(Crawled(process, summary, web_server.request_log()))
         noted["daemons after the third run"] = local_cluster_daemons(out)
+        noted["open after the third run"] = list((out / "warc").glob("*.open"))
+        process, summary = run_crawl(
+            tmp_path, [], web_server.proxy_url,
+            "--resume", "--delay", str(DELAY), "--parallelism", "1", "--idle-seconds", "6",
+            *SHORT_BACKOFF,
+        )
+        runs.append(Crawled(process, summary, web_server.request_log()))
         return PlainWebCrawl(web_server.web, web_server.web.expected_crawl(seeds, TOKEN), out,
                              runs, noted)
 
 
-@pytest.mark.crawl_ahead("page budget, rescaled 2-1-2")
-def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_2_complete(
+@pytest.mark.crawl_ahead("page budget, rescaled 2-1-2-1")
+def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_2_1_complete(
     crawls_ahead: CrawlsAhead,
 ) -> None:
-    crawl: PlainWebCrawl = crawls_ahead.result("page budget, rescaled 2-1-2")
-    first, second, third = crawl.runs
+    crawl: PlainWebCrawl = crawls_ahead.result("page budget, rescaled 2-1-2-1")
+    first, second, third, fourth = crawl.runs
     assert first.process.returncode == 0, first.process.stderr[-3000:]
     assert first.summary["stop_reason"] == "page budget reached"
 
     records = first.records
     # The budget counts pages: robots.txt and the hosts' not-found probes are none.
-    page_requests = [r for r in records if is_page_path(r.path)]
-    assert len(page_requests) == BUDGET
+    assert len(_pages(records)) == BUDGET
     expected = crawl.expected
     assert audit_log(records, expected, min_delay=DELAY, complete=False) == []
 
@@ -254,106 +302,52 @@ def test_page_budget_is_exact_across_parallel_subtasks_and_resumes_rescaled_2_1_
     assert crawl.noted["responses after the first run"] == len(records)
 
     # Resume from the savepoint at parallelism 1 with a larger budget (the ledger carries
-    # over: 40 more pages), then at parallelism 2 without a budget: the key groups of the
-    # crawl DB partitions, the hosts' queues and the URLs waiting in the crawl DB move between
-    # subtasks, and the crawl goes on where it stopped and completes; across the three runs
-    # every page is fetched exactly once (a stop with a savepoint drains: nothing in flight).
+    # over: 40 more pages): the key groups of the crawl DB partitions, the hosts' queues and
+    # the URLs waiting in the crawl DB move between subtasks, and the crawl goes on where it
+    # stopped, every page fetched exactly once (a stop with a savepoint drains: nothing in
+    # flight).
     process, summary = second.process, second.summary
     assert process.returncode == 0, process.stderr[-3000:]
     assert "resuming from" in process.stdout
     assert "local Flink cluster" not in process.stdout  # parallelism 1: the MiniCluster
     assert summary["stop_reason"] == "page budget reached"
     records = second.records
-    assert len([r for r in records if is_page_path(r.path)]) == 2 * BUDGET
+    assert len(_pages(records)) == 2 * BUDGET
     assert audit_log(records, expected, min_delay=DELAY, complete=False) == []
 
+    # At parallelism 2 again, on a new local cluster: the command starts a TaskManager in
+    # place of the one killed and the job goes on from its last checkpoint; the terminal's
+    # SIGINT reaches the command (and its JVM, which ignores it), not the daemons, which the
+    # stop with a savepoint needs; then they end with it.
+    assert "interrupted" in crawl.noted, crawl.noted
     process, summary = third.process, third.summary
     assert process.returncode == 0, process.stderr[-3000:]
     assert "resuming from" in process.stdout
-    assert summary["stop_reason"] == "idle"
-    assert audit_log(third.records, expected, min_delay=DELAY) == []
-    assert not list((crawl.out / "warc").glob("*.open"))
     assert "starting a local Flink cluster" in process.stdout
+    assert "a TaskManager of the local Flink cluster exited with status" in process.stdout
+    assert "interrupted: stopping with a savepoint" in process.stdout
+    assert summary["stop_reason"] == "interrupted"
+    assert not crawl.noted["open after the third run"]
     assert crawl.noted["daemons after the third run"] == []
 
-
-INTERRUPTED_DELAY = 1.5
-#: Page requests before the kill, and after it before the interrupt.
-PAGES_BEFORE_KILL, PAGES_AFTER_KILL = 3, 8
-
-
-def _taskmanagers(out: Path) -> list[int]:
-    """The live TaskManagers of the crawl's local cluster (their JVMs)."""
-    return [pid for pid in local_cluster_daemons(out)
-            if b"TaskManagerRunner" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-
-
-@crawl_ahead("a TaskManager killed, then Ctrl-C")
-def _interrupted_crawl(tmp_path: Path) -> PlainWebCrawl:
-    """A crawl at parallelism 2 on the local cluster: one of its TaskManagers killed
-    (SIGKILL) once pages are fetched, then, once pages are fetched again, interrupted as Ctrl-C
-    in a terminal does (SIGINT to the command's process group). Short heartbeats, so that the
-    JobManager notices the dead TaskManager within seconds (Flink's default: 50)."""
-    out = tmp_path / "out"
-    flink_conf = tmp_path / "flink-conf.yaml"
-    flink_conf.write_text(
-        (PROJECT_ROOT / "flink-conf.yaml").read_text(encoding="utf-8")
-        + "heartbeat.interval: 1000\nheartbeat.timeout: 5000\n", encoding="utf-8")
-    noted: dict[str, Any] = {}
-
-    with _plain_web(tmp_path) as web_server:
-
-        def kill_then_interrupt() -> None:
-            job = running_job(out)
-            if job is None or "interrupted" in noted:
-                return
-            pages = len([r for r in web_server.request_log() if is_page_path(r.path)])
-            taskmanagers = _taskmanagers(out)
-            if "killed" not in noted:
-                if pages >= PAGES_BEFORE_KILL and len(taskmanagers) == 2:
-                    os.kill(taskmanagers[0], signal.SIGKILL)
-                    noted.update(killed=taskmanagers[0], pages_at_kill=pages)
-            elif (pages >= noted["pages_at_kill"] + PAGES_AFTER_KILL and len(taskmanagers) == 2
-                  and noted["killed"] not in taskmanagers):
-                os.killpg(job["pid"], signal.SIGINT)  # a session of its own: its group's id
-                noted.update(interrupted=pages, taskmanagers_then=taskmanagers)
-
-        seeds = web_server.web.seeds()
-        process, summary = run_crawl(
-            tmp_path, seeds, web_server.proxy_url, "--delay", str(INTERRUPTED_DELAY),
-            "--parallelism", "2", "--idle-seconds", "6", "--flink-conf", str(flink_conf),
-            *SHORT_BACKOFF, watch=kill_then_interrupt, own_session=True,
-        )
-        noted["daemons after"] = local_cluster_daemons(out)
-        return PlainWebCrawl(web_server.web, web_server.web.expected_crawl(seeds, TOKEN), out,
-                             [Crawled(process, summary, web_server.request_log())], noted)
-
-
-@pytest.mark.crawl_ahead("a TaskManager killed, then Ctrl-C")
-def test_the_local_cluster_replaces_a_lost_taskmanager_and_stops_on_ctrl_c_with_a_savepoint(
-    crawls_ahead: CrawlsAhead,
-) -> None:
-    """The command starts a TaskManager in place of the one killed and the job goes on from
-    its last checkpoint; the terminal's SIGINT reaches the command (and its JVM, which ignores
-    it), not the daemons, which the stop with a savepoint needs; then they end with it."""
-    crawl: PlainWebCrawl = crawls_ahead.result("a TaskManager killed, then Ctrl-C")
-    (run,) = crawl.runs
-    assert "interrupted" in crawl.noted, crawl.noted
-    assert run.process.returncode == 0, run.process.stderr[-3000:]
-    stdout = run.process.stdout
-    assert "a TaskManager of the local Flink cluster exited with status" in stdout
-    assert "interrupted: stopping with a savepoint" in stdout
-    assert run.summary["stop_reason"] == "interrupted"
-    assert Path(run.summary["savepoint"].removeprefix("file:"), "_metadata").is_file()
+    # Then to the end at parallelism 1: every page fetched, politely throughout; the only
+    # pages fetched twice are in the third run, in flight at the kill (the restored
+    # checkpoint did not know them done).
+    process, summary = fourth.process, fourth.summary
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert summary["stop_reason"] == "idle"
+    problems = audit_log(fourth.records, expected, min_delay=DELAY)
+    in_third = [r.url for r in third.records[len(second.records):]]
+    repeated_in_third = {url for url in in_third if in_third.count(url) > 1}
+    for problem in problems:
+        assert re.search(r": requested \d+ times", problem), problems
+        assert any(problem.startswith(f"{url}:") for url in repeated_in_third), problems
+    pages_before = {r.url for r in _pages(second.records)}
+    pages_third = {r.url for r in _pages(third.records[len(second.records):])}
+    pages_fourth = {r.url for r in _pages(fourth.records[len(third.records):])}
+    assert not pages_before & (pages_third | pages_fourth)
+    assert not pages_third & pages_fourth
     assert not list((crawl.out / "warc").glob("*.open"))
-    # Polite throughout; a page in flight at the kill may have been requested again after
-    # the restart (the restored checkpoint did not know it done), nothing else.
-    problems = audit_log(run.records, crawl.expected, min_delay=INTERRUPTED_DELAY,
-                         complete=False)
-    assert [p for p in problems if not re.search(r"requested \d+ times", p)] == []
-    # Stopped well before the end: the web has more pages than it fetched.
-    assert len([r for r in run.records if is_page_path(r.path)]) < len(crawl.expected.fetch)
-    assert crawl.noted["daemons after"] == []
 
 
 @crawl_ahead("tiny DRUM, two failures")
