@@ -20,7 +20,6 @@ Usage: ``python bench/local_parallelism.py --hosts 300 --runs 3 [--parallelisms 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -152,7 +151,6 @@ def main() -> None:
         }
     write_json(args.json, {"args": vars(args), "rows": rows, "ratios": ratios,
                            "machine": {"cpus": os.cpu_count()}})
-    print(json.dumps({"cpus": os.cpu_count()}))
 
 
 if __name__ == "__main__":
