@@ -215,8 +215,7 @@ def test_a_taskmanager_that_exits_is_started_again_and_a_lost_jobmanager_ends_th
     try:
         jobmanager, first, second = cluster.pids()
         assert cluster.supervise() == []
-        os.kill(second, signal.SIGKILL)
-        _wait_for_exit(second)
+        _kill(second)
         said = cluster.supervise()
         assert len(said) == 1
         assert "exited with status -9; started another" in said[0]
@@ -227,8 +226,7 @@ def test_a_taskmanager_that_exits_is_started_again_and_a_lost_jobmanager_ends_th
         assert sorted(path.name for path in layout.flink_logs.glob("*.out")) == [
             "jobmanager-1.out", "taskmanager-2.out", "taskmanager-3.out", "taskmanager-4.out"]
 
-        os.kill(jobmanager, signal.SIGKILL)
-        _wait_for_exit(jobmanager)
+        _kill(jobmanager)
         with pytest.raises(CrawlError, match=r"JobManager exited with status -9.*--resume"):
             cluster.supervise()
     finally:
@@ -244,20 +242,18 @@ def test_a_taskmanager_that_keeps_exiting_at_once_ends_the_crawl(tmp_path: Path)
     cluster.launch()
     try:
         for _ in range(QUICK_EXITS - 1):
-            taskmanager = cluster.pids()[1]
-            os.kill(taskmanager, signal.SIGKILL)
-            _wait_for_exit(taskmanager)
+            _kill(cluster.pids()[1])
             assert len(cluster.supervise()) == 1
-        taskmanager = cluster.pids()[1]
-        os.kill(taskmanager, signal.SIGKILL)
-        _wait_for_exit(taskmanager)
+        _kill(cluster.pids()[1])
         with pytest.raises(CrawlError, match=rf"exited {QUICK_EXITS} times in a row"):
             cluster.supervise()
     finally:
         cluster.stop()
 
 
-def _wait_for_exit(pid: int) -> None:
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid`` and wait until it has exited."""
+    os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 60
     while _alive(pid):
         assert time.monotonic() < deadline, f"{pid} still runs"
