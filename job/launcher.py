@@ -226,6 +226,10 @@ def _start_local_cluster(
     cluster = LocalCluster(settings, layout, config.crawl.parallelism, os.environ)
     print(f"starting a local Flink cluster: a JobManager and {config.crawl.parallelism} "
           f"TaskManagers of one slot each, REST API at {cluster.rest}", file=out, flush=True)
+    for key, value in settings.items():
+        if cluster.settings.get(key, value) != value and key.startswith("metrics.reporter."):
+            print(f"{key}: {value} is one port for several daemons; they take "
+                  f"{cluster.settings[key]}, one each", file=out, flush=True)
     daemons.callback(cluster.stop)
     cluster.launch()
     return cluster

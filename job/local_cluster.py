@@ -105,14 +105,20 @@ def _connect_address(settings: Mapping[str, str], key: str) -> str:
 
 def cluster_settings(
     settings: Mapping[str, str], layout: OutputLayout, rpc_port: int, rest_port: int,
+    taskmanagers: int = 1,
 ) -> dict[str, str]:
     """The ``config.yaml`` of the local cluster: the crawl's Flink ``settings`` (without the
     savepoint a run restores from: that is the job's), one slot a TaskManager, the daemons'
     memory unless the settings size it, the JobManager's RPC port and the REST API's port
     (``rest_port`` when the settings leave it to Flink, 0), pid files under the crawl, and
-    :data:`CLUSTER_DEFAULTS` where the settings say nothing."""
+    :data:`CLUSTER_DEFAULTS` where the settings say nothing. A metric reporter's one port
+    becomes a range of one a daemon (the JobManager and ``taskmanagers``): every daemon runs
+    the reporter, and all but the first to bind one port would serve nothing."""
     cluster = {key: value for key, value in settings.items()
                if key != "execution.state-recovery.path"}
+    for key, value in settings.items():
+        if key.startswith("metrics.reporter.") and key.endswith(".port") and value.isdigit():
+            cluster[key] = f"{value}-{int(value) + taskmanagers}"
     for key, value in CLUSTER_DEFAULTS.items():
         cluster.setdefault(key, value)
     for key, value in DEFAULT_MEMORY.items():
@@ -173,7 +179,7 @@ class LocalCluster:
         self.directory = layout.flink_conf / "cluster"
         bind = settings.get("jobmanager.bind-host", _LOOPBACK)
         rpc_port, rest_port = free_ports(2, _LOOPBACK if bind == _WILDCARD else bind)
-        self.settings = cluster_settings(settings, layout, rpc_port, rest_port)
+        self.settings = cluster_settings(settings, layout, rpc_port, rest_port, taskmanagers)
         self._environ = dict(environ)
         self._environment: dict[str, str] = {}
         self._jobmanager: subprocess.Popen[bytes] | None = None

@@ -321,11 +321,13 @@ def test_the_selector_reader_knows_the_query_forms_of_the_dashboard() -> None:
 
 def test_the_example_prometheus_configuration_scrapes_the_documented_port() -> None:
     """conf/prometheus.yml scrapes a local crawl where flink-conf.yaml's reporter line (once
-    uncommented) serves it."""
+    uncommented) serves it: the port, and the next two, where a local cluster's TaskManagers
+    serve theirs at parallelism 2."""
     port = re.search(r"^# metrics\.reporter\.prom\.port: (\d+)$",
                      (ROOT / "flink-conf.yaml").read_text(encoding="utf-8"), re.MULTILINE)
     assert port is not None
     configuration = yaml.safe_load((ROOT / "conf" / "prometheus.yml").read_text(encoding="utf-8"))
     targets = [target for job in configuration["scrape_configs"]
                for static in job["static_configs"] for target in static["targets"]]
-    assert targets == [f"localhost:{port.group(1)}"]
+    first = int(port.group(1))
+    assert targets == [f"localhost:{first + n}" for n in range(3)]

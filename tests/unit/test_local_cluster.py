@@ -99,6 +99,18 @@ def test_memory_is_sized_by_default_unless_the_settings_size_it_whole(
             assert cluster[default] == DEFAULT_MEMORY[default]
 
 
+def test_a_reporters_one_port_becomes_a_port_a_daemon(tmp_path: Path) -> None:
+    settings = _settings(**{
+        "metrics.reporter.prom.factory.class": "PrometheusReporterFactory",
+        "metrics.reporter.prom.port": "9249",
+        "metrics.reporter.jmx.port": "9300-9310"})
+    cluster = cluster_settings(settings, OutputLayout(tmp_path), rpc_port=1, rest_port=2,
+                               taskmanagers=3)
+    assert cluster["metrics.reporter.prom.port"] == "9249-9252"  # the JobManager and three
+    assert cluster["metrics.reporter.jmx.port"] == "9300-9310"  # a range already
+    assert cluster["metrics.reporter.prom.factory.class"] == "PrometheusReporterFactory"
+
+
 def test_endpoints_bound_to_every_interface_are_reached_on_this_machine(tmp_path: Path) -> None:
     cluster = cluster_settings({**bind_settings("0.0.0.0"), "rest.port": "0"},
                                OutputLayout(tmp_path), rpc_port=1, rest_port=2)
