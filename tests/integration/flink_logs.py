@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 
@@ -22,6 +23,24 @@ def deployments(log_dir: Path) -> dict[tuple[str, int], str]:
         for found in _DEPLOYING.finditer(path.read_text(encoding="utf-8", errors="replace")):
             placed[found["task"].strip(), int(found["subtask"])] = found["taskmanager"]
     return placed
+
+
+#: The JobManager's line when a job fails over, e.g. "2026-11-27 12:52:57,013 INFO ... Job
+#: pyflink-crawler (2e5d...) switched from state RUNNING to RESTARTING."
+_RESTARTING = re.compile(
+    r"^(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .* switched from state RUNNING to "
+    r"RESTARTING", re.MULTILINE)
+
+
+def restarts(log_dir: Path) -> list[float]:
+    """When the jobs of the logs in ``log_dir`` failed over (epoch seconds; the logs' times
+    are this machine's local time), in order."""
+    found = []
+    for path in log_dir.glob("*.log*"):
+        for match in _RESTARTING.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            at = datetime.datetime.strptime(match["at"], "%Y-%m-%d %H:%M:%S,%f")
+            found.append(at.timestamp())
+    return sorted(found)
 
 
 def local_cluster_daemons(out: Path) -> list[int]:
