@@ -194,8 +194,14 @@ PAGES_BEFORE_KILL, PAGES_AFTER_KILL = 3, 8
 
 def _taskmanagers(out: Path) -> list[int]:
     """The live TaskManagers of the crawl's local cluster (their JVMs)."""
-    return [pid for pid in local_cluster_daemons(out)
-            if b"TaskManagerRunner" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    found = []
+    for pid in local_cluster_daemons(out):
+        try:
+            if b"TaskManagerRunner" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue  # ended since it was listed
+    return found
 
 
 def _pages(records: list[RequestRecord]) -> list[RequestRecord]:
