@@ -1,9 +1,11 @@
-"""Runs a crawl on the local MiniCluster: set up, submit, watch, stop, summarise.
+"""Runs a crawl on this machine: set up, submit, watch, stop, summarise.
 
 The launcher prepares the output directory and the Flink configuration as every run of the
 crawl does (:mod:`job.preparation`, which drops the seeds into the loop directory), adds what
 a local run needs (:mod:`job.local_settings`: every Flink endpoint bound to one address, the
-environment of the MiniCluster's JVM), submits the job, records it for the other commands
+environment of the MiniCluster's JVM), submits the job to the MiniCluster or, at a
+parallelism above 1, to a cluster of this machine it starts (:mod:`job.local_cluster`, a
+TaskManager a subtask, looked after while the crawl runs), records it for the other commands
 (:mod:`job.job_state`) and then watches it (:mod:`job.watch`) until the budget, the time
 limit or idleness stops it with a savepoint; Ctrl-C stops the same way. Then it keeps the
 crawl's files with the savepoint, finalises any WARC file left open, writes the summary, the
@@ -81,7 +83,7 @@ def run_local_crawl(
     out: TextIO = sys.stdout,
     flink_conf: Path = DEFAULT_FLINK_CONF,
 ) -> CrawlSummary:
-    """Crawl from ``seeds`` on the local MiniCluster until the budget or idleness stops it.
+    """Crawl from ``seeds`` on this machine until the budget or idleness stops it.
 
     With ``resume``, continue the crawl already in the output directory from its newest
     savepoint (or checkpoint), or from the savepoint ``resume_from``: its crawl DB, queues and
