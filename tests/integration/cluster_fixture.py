@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from typing import Any
 import yaml
 
 from job.cluster import flink_home
+from job.local_cluster import free_ports
 from job.preparation import PROJECT_ROOT
 from tests.integration.crawl_runner import SHORT_CRAWL_JVM_ARGS
 
@@ -100,17 +100,6 @@ class Cluster:
             cwd=self.base, capture_output=True, text=True, timeout=60, check=False,
         )
         assert started.returncode == 0, started.stdout + started.stderr
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("localhost", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def _write_conf_dir(

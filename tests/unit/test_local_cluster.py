@@ -161,7 +161,6 @@ def test_no_taskmanager_is_refused(tmp_path: Path) -> None:
         LocalCluster(_settings(), OutputLayout(tmp_path), 0, {})
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
 def test_a_daemon_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
     """The launcher killed (SIGKILL: no chance to stop anything) takes its daemons along."""
     pid_file = tmp_path / "child.pid"
