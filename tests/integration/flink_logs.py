@@ -25,21 +25,33 @@ def deployments(log_dir: Path) -> dict[tuple[str, int], str]:
     return placed
 
 
-#: The JobManager's line when a job fails over, e.g. "2026-11-27 12:52:57,013 INFO ... Job
-#: pyflink-crawler (2e5d...) switched from state RUNNING to RESTARTING."
-_RESTARTING = re.compile(
-    r"^(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .* switched from state RUNNING to "
-    r"RESTARTING", re.MULTILINE)
+#: The JobManager's lines when a job fails over and when it runs again, e.g. "2026-11-27
+#: 12:52:57,013 INFO ... Job pyflink-crawler (2e5d...) switched from state RUNNING to
+#: RESTARTING." and, once every task of the failed attempt is cancelled, "... switched from
+#: state RESTARTING to RUNNING."
+_JOB_STATE = re.compile(
+    r"^(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .* switched from state "
+    r"(?P<before>RUNNING|RESTARTING) to (?P<after>RESTARTING|RUNNING)", re.MULTILINE)
 
 
-def restarts(log_dir: Path) -> list[float]:
-    """When the jobs of the logs in ``log_dir`` failed over (epoch seconds; the logs' times
-    are this machine's local time), in order."""
+def restarts(log_dir: Path) -> list[tuple[float, float]]:
+    """When the jobs of the logs in ``log_dir`` failed over and when each ran again (epoch
+    seconds, infinity if it never did; the logs' times are this machine's local time), in
+    order. Tasks of the failed attempt may go on working until they are cancelled, after the
+    failover began: what they did is the restarted attempt's to do again only if it came before
+    the job ran again."""
     found = []
     for path in log_dir.glob("*.log*"):
-        for match in _RESTARTING.finditer(path.read_text(encoding="utf-8", errors="replace")):
-            at = datetime.datetime.strptime(match["at"], "%Y-%m-%d %H:%M:%S,%f")
-            found.append(at.timestamp())
+        began = None
+        for match in _JOB_STATE.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            at = datetime.datetime.strptime(match["at"], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            if match["after"] == "RESTARTING":
+                began = at
+            elif match["before"] == "RESTARTING" and began is not None:
+                found.append((began, at))
+                began = None
+        if began is not None:
+            found.append((began, float("inf")))
     return sorted(found)
 
 
