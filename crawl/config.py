@@ -597,12 +597,14 @@ class PrioritySection:
 
 @dataclasses.dataclass(frozen=True)
 class NearDupSection:
-    """Near-duplicate pages (see crawl/content/neardup.py and crawl/content/neardup_judge.py)."""
+    """Near-duplicate pages (see crawl/content/neardup.py, crawl/content/neardup_index.py and
+    crawl/content/neardup_judge.py)."""
 
     enabled: bool = True
     #: Pages whose fingerprints are at most this many bits apart are near-duplicates.
     max_distance: int = 3
-    #: Pages the index holds at most (about 100 bytes each); the older half goes when full.
+    #: About how many pages the index holds: each of its keys holds at most twice its share
+    #: (at least 16), its oldest forgotten when full (crawl/content/neardup_index.py).
     capacity: int = 1_000_000
     #: A page with fewer distinct words in its main text is a short page: judged by its exact
     #: set of words (the same distinct words as an earlier page), not by distance...

@@ -19,9 +19,10 @@ from :class:`crawl.content.links.LinkExtractor` with their own hop: ``L`` a link
 capture. With ``scope.path_ascending`` a page that answered also brings the directories above
 it (hop ``I``). With near-duplicate detection on, an archived HTML page (not a revisit) gets
 the simhash of its main text (:mod:`crawl.content.neardup`) in its metadata record, and its own
-outcome is held back: it goes, with the fingerprint and the links the page sent, as a query
-to the near-duplicate stage (:attr:`PageProcessor.near_queries`,
-:mod:`crawl.content.neardup_judge`), which sends it on with its verdict. In a continuous crawl
+outcome is held back: it goes, with the fingerprint and the links the page sent, as probes of
+the near-duplicate index (:attr:`PageProcessor.near_probes`,
+:mod:`crawl.content.neardup_index`), whose verdict stage sends it on with its verdict
+(:mod:`crawl.content.neardup_judge`). In a continuous crawl
 (``recrawl``) a page's outcome carries its revisit (:class:`crawl.crawldb.recrawl.Revisit`:
 the recrawl state it was fetched with and what the fetch saw: the content digest and
 validators, or a 304), and a 304 Not Modified is archived as a ``revisit`` record with the
@@ -47,6 +48,7 @@ from crawl.archive.warc import (
 )
 from crawl.config import (
     Config,
+    NearDupSection,
     ParseSection,
     ScopeSection,
     SitemapsSection,
@@ -56,6 +58,7 @@ from crawl.config import (
 )
 from crawl.content.links import LinkExtractor, ParsedLinks
 from crawl.content.neardup import fingerprint as fingerprint_of
+from crawl.content.neardup_index import IndexLayout, page_probes
 from crawl.content.neardup_judge import NearQuery
 from crawl.content.sitemaps import (
     SitemapEntry,
@@ -201,8 +204,10 @@ class ProcessSettings:
     vnodes: int
     #: ``crawl.recent_urls``: the size of :class:`RecentUrls`.
     recent_urls: int
-    #: ``neardup.enabled``: whether archived pages are queried for near-duplicates.
+    #: ``neardup.enabled``: whether archived pages are queried for near-duplicates...
     near_duplicates: bool
+    #: ...and the ``neardup`` section: the index's tables, which pages are short.
+    neardup: NearDupSection
     #: ``recrawl.enabled``: whether outcomes carry their revisit.
     recrawl: bool
     #: ``neardup.min_features`` under ``recrawl.change_distance``, else 0: the fewest
@@ -221,6 +226,7 @@ class ProcessSettings:
             vnodes=config.crawl.vnodes,
             recent_urls=config.crawl.recent_urls,
             near_duplicates=config.neardup.enabled,
+            neardup=config.neardup,
             recrawl=config.recrawl.enabled,
             change_features=config.neardup.min_features if config.recrawl.change_distance else 0,
         )
@@ -262,6 +268,7 @@ class PageProcessor:
             captures=captures if settings.warc.revisits else None,
             dedup_min_bytes=settings.warc.revisit_min_bytes,
             near_duplicates=near_duplicates and settings.near_duplicates,
+            neardup=settings.neardup,
             recrawl=settings.recrawl,
             change_features=settings.change_features,
         )
@@ -283,6 +290,7 @@ class PageProcessor:
         dedup_min_bytes: int = _DEFAULTS.warc.revisit_min_bytes,
         links: LinkExtractor | None = None,
         near_duplicates: bool = False,
+        neardup: NearDupSection = _DEFAULTS.neardup,
         recrawl: bool = False,
         change_features: int = 0,
         clock: Callable[[], float] = time.monotonic,
@@ -305,6 +313,9 @@ class PageProcessor:
         self._dedup_min_bytes = dedup_min_bytes
         self._links = links if links is not None else LinkExtractor(normalizer=normalizer)
         self._near_duplicates = near_duplicates
+        self._near_index = IndexLayout.from_section(neardup)
+        self._near_min_features = neardup.min_features
+        self._near_min_exact_features = neardup.min_exact_features
         self._recrawl = recrawl
         # Above 0 (recrawl.change_distance): a page with at least this many features tells
         # the recrawl schedule its main text's simhash instead of its payload digest.
@@ -313,9 +324,10 @@ class PageProcessor:
         # the time since its lastmod), and their lastmod (s).
         self._hints: dict[str, int] = {}
         self._lastmods: dict[str, int] = {}
-        #: Queries for the near-duplicate stage (:class:`crawl.content.neardup_judge.NearQuery`,
-        #: encoded) made by :meth:`process`; the caller takes them.
-        self.near_queries: list[str] = []
+        #: Probes for the near-duplicate index (:class:`crawl.content.neardup_index.NearProbe`,
+        #: encoded; the first carries the :class:`crawl.content.neardup_judge.NearQuery`) made
+        #: by :meth:`process`; the caller takes them.
+        self.near_probes: list[str] = []
         self._sent: list[FoundUrl] = []
         self._sent_cash: list[float] = []
 
@@ -380,9 +392,11 @@ class PageProcessor:
                 copy_of_another = earlier.target_uri != result.url
             elif captures is not None and key.startswith("sha1:") and self._warc.last_capture:
                 captures.put(key, self._warc.last_capture)
-            # An exact duplicate is a revisit already; the others meet the near-duplicate stage.
+            # An exact duplicate is a revisit already; the others meet the near-duplicate index,
+            # but for pages too short to be judged.
             near_query = (self._near_duplicates and fingerprint is not None and earlier is None
-                          and not soft_404)
+                          and not soft_404
+                          and fingerprint.features >= self._near_min_exact_features)
             status.count("warc.pairs")
             status.count(PROCESS_BYTES.name, len(result.body))
         else:
@@ -437,11 +451,14 @@ class PageProcessor:
         # its verdict, so both reach the crawl DB together.
         lines = self._route(found, None, result.url, result.cash)
         capture = self._warc.last_capture
-        self.near_queries.append(NearQuery(
+        query = NearQuery(
             result.url, url_vnode(result.url, self._vnodes), done, fingerprint.value,
             fingerprint.features, capture.record_id, capture.warc_date, self._sent,
             self._sent_cash,
-        ).encode())
+        ).encode()
+        self.near_probes += page_probes(
+            self._near_index, fingerprint.value, fingerprint.features < self._near_min_features,
+            result.started_ms, capture.record_id, capture.warc_date, result.url, query)
         status.count(PROCESS_NEARDUP_QUERIES.name)
         return lines
 

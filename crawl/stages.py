@@ -62,7 +62,12 @@ __all__ = [
     "LOOP_LISTER",
     "LOOP_READER",
     "LOOP_SINK",
-    "NEARDUP_PAGES",
+    "NEARDUP_INDEX",
+    "NEARDUP_INDEX_ADDED",
+    "NEARDUP_INDEX_FORGOTTEN",
+    "NEARDUP_INDEX_HELD_AGAIN",
+    "NEARDUP_INDEX_LATE",
+    "NEARDUP_INDEX_PROBES",
     "NEARDUP_PAGES_IN",
     "NEARDUP_PAGES_NEAR_DUPLICATE",
     "NEAR_DUPLICATES",
@@ -82,6 +87,7 @@ __all__ = [
     "PROCESS_PAGES_SOFT_404",
     "PROCESS_WARC_NOT_MODIFIED",
     "PROCESS_WARC_REVISITS",
+    "RETIRED_UIDS",
     "STAGES",
     "Figure",
     "Stage",
@@ -102,11 +108,16 @@ LOOP_READER = Stage("loop-reader", "decode")
 CRAWL_DB = Stage("crawl-db", "crawldb")
 FETCH = Stage("fetch", "fetch")
 PROCESS = Stage("process", "process")
-NEAR_DUPLICATES = Stage("near-duplicates", "neardup")
+NEARDUP_INDEX = Stage("neardup-index", "nearindex")
+NEAR_DUPLICATES = Stage("neardup-verdicts", "neardup")
 LOOP_SINK = Stage("loop-sink")
 
 #: Every stage, in the order a URL passes them.
-STAGES = (LOOP_LISTER, LOOP_READER, CRAWL_DB, FETCH, PROCESS, NEAR_DUPLICATES, LOOP_SINK)
+STAGES = (LOOP_LISTER, LOOP_READER, CRAWL_DB, FETCH, PROCESS, NEARDUP_INDEX, NEAR_DUPLICATES,
+          LOOP_SINK)
+#: The uids of stages that earlier versions had, whose state a savepoint of theirs may hold:
+#: the near-duplicate stage of one instance (its index now the ``neardup-index`` stage's).
+RETIRED_UIDS = ("near-duplicates",)
 
 
 @dataclass(frozen=True)
@@ -241,10 +252,20 @@ PROCESS_PAGES_SOFT_404 = Figure(PROCESS, "pages.soft_not_found")
 #: ...and the links of theirs not followed.
 PROCESS_LINKS_SOFT_404 = Figure(PROCESS, "links.soft_not_found")
 
-# The near-duplicate stage (operators/neardup.py).
-#: Pages the stage's index holds (gauge).
-NEARDUP_PAGES = Figure(NEAR_DUPLICATES, "pages")
+# The near-duplicate index (operators/neardup.py).
+#: Probes answered (one a table a page is looked up in).
+NEARDUP_INDEX_PROBES = Figure(NEARDUP_INDEX, "probes")
+#: Pages added to a table...
+NEARDUP_INDEX_ADDED = Figure(NEARDUP_INDEX, "pages.added")
+#: ...not added: the key held a page of the same URL within the distance...
+NEARDUP_INDEX_HELD_AGAIN = Figure(NEARDUP_INDEX, "pages.held_again")
+#: ...and forgotten: a full key's oldest.
+NEARDUP_INDEX_FORGOTTEN = Figure(NEARDUP_INDEX, "pages.forgotten")
+#: Late answers: an earlier page found a later one it is near in a table.
+NEARDUP_INDEX_LATE = Figure(NEARDUP_INDEX, "late_answers")
+
+# The near-duplicate verdicts (operators/neardup.py).
 #: Pages judged.
 NEARDUP_PAGES_IN = Figure(NEAR_DUPLICATES, "pages.in")
-#: Pages found to be near-duplicates.
+#: Pages found to be near-duplicates (those marked by a late answer included).
 NEARDUP_PAGES_NEAR_DUPLICATE = Figure(NEAR_DUPLICATES, "pages.near_duplicate")

@@ -38,7 +38,7 @@ from crawl.layout import OutputLayout
 from job.preparation import (
     DEFAULT_FLINK_CONF,
     flink_configuration,
-    migrate_loop_source,
+    migrate_earlier_version,
     prepare_output,
     pyflink_home,
 )
@@ -136,7 +136,7 @@ def prepare_job(
     local = flink_configuration(config, layout, flink_conf)
     settings, cluster_keys = job_settings(local, context)
     if restore_from is not None:
-        settings.update(migrate_loop_source(layout, restore_from, out))
+        settings.update(migrate_earlier_version(layout, restore_from, out))
     if cluster_keys:
         print(
             f"left to the cluster's configuration: {', '.join(cluster_keys)}",

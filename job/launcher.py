@@ -53,7 +53,7 @@ from job.preparation import (
     DEFAULT_FLINK_CONF,
     MIN_IDLE_SECONDS,
     CrawlError,
-    migrate_loop_source,
+    migrate_earlier_version,
     prepare_output,
 )
 from job.status import JOB_NAME, RestClient
@@ -122,7 +122,7 @@ def run_local_crawl(
     restore_settings: dict[str, str] = {}
     if restore_from is not None:
         print(f"resuming from {restore_from}", file=out)
-        restore_settings = migrate_loop_source(layout, restore_from, out)
+        restore_settings = migrate_earlier_version(layout, restore_from, out)
 
     print(_allocator_line(allocator, config.crawl.native_allocator), file=out)
     with ExitStack() as daemons:

@@ -69,7 +69,7 @@ def local_run_settings(
 ) -> dict[str, str]:
     """The Flink settings of a local run: the crawl's, its endpoints bound where a key of
     ``flink_conf`` does not say otherwise, the restore point with the settings it needs
-    (:func:`job.preparation.migrate_loop_source`) when it resumes, and the JVM's class
+    (:func:`job.preparation.migrate_earlier_version`) when it resumes, and the JVM's class
     archive (:mod:`job.class_archive`; ``environ`` may turn it off)."""
     settings = flink_configuration(config, layout, flink_conf)
     for key, value in bind_settings(config.crawl.flink_bind_address).items():

@@ -5,7 +5,7 @@ The local run (:mod:`job.launcher`, on the MiniCluster) and the job ``flink run`
 (:func:`prepare_output`: a new crawl's seeds go into the loop, a resumed crawl's fixed settings
 are checked and the files kept with its savepoint put back), the Flink settings are read from
 ``flink-conf.yaml`` and completed for this crawl (:func:`flink_configuration`), and a savepoint
-taken by an earlier version is restored with the settings :func:`migrate_loop_source` gives.
+taken by an earlier version is restored with the settings :func:`migrate_earlier_version` gives.
 What cannot go on raises :class:`CrawlError`, whose message says why; both entry points
 (``python -m job`` crawl, demo and report; ``job/flink_job.py``) turn it, a configuration
 error or an ``OSError`` into one line on stderr and an exit status with :func:`exit_status`.
@@ -29,15 +29,18 @@ from crawl.layout import FixedSettingsError, OutputLayout, flink_uri
 from crawl.loop.reader import files_read_by_file_source, write_migrated
 from crawl.loop.records import VNODE_KEY, write_seed_file
 from crawl.savepoint_files import KeptFilesError, put_back
+from crawl.stages import RETIRED_UIDS
 from crawl.urls.normalize import UrlNormalizer, normalization_settings
 from crawl.urls.scope import UrlPolicy
 from job.failures import describe_os_error
+from job.operator_ids import holds_state_of
 from job.status import JOB_NAME
 
 __all__ = [
     "DEFAULT_FLINK_CONF", "FIXED_BEFORE_RECORDED", "MIN_IDLE_SECONDS",
     "PROJECT_ROOT", "CrawlError", "exit_status", "fixed_settings", "flat_settings",
-    "flink_configuration", "migrate_loop_source", "path_for_embedded_python", "prepare_output",
+    "flink_configuration", "migrate_earlier_version", "path_for_embedded_python",
+    "prepare_output",
     "put_back_kept_files", "pyflink_home",
 ]
 
@@ -199,22 +202,38 @@ def put_back_kept_files(layout: OutputLayout, restore_point: str | Path, out: Te
         print(report.describe(), file=out)
 
 
-def migrate_loop_source(layout: OutputLayout, restore_point: str | Path, out: TextIO
-                        ) -> dict[str, str]:
-    """The settings to restore ``restore_point`` with (a path or ``file:`` URI): when the job
-    that took it read the loop with Flink's file source, the files that source had read are
-    recorded for the loop reader to take as read, and the source's state, which the job no
-    longer has an operator for, is left behind (Flink's allowNonRestoredState)."""
+#: Flink's setting that restores a savepoint leaving behind the state of operators the job
+#: no longer has.
+IGNORE_UNCLAIMED_STATE = "execution.state-recovery.ignore-unclaimed-state"
+
+
+def migrate_earlier_version(layout: OutputLayout, restore_point: str | Path, out: TextIO
+                            ) -> dict[str, str]:
+    """The settings to restore ``restore_point`` with (a path or ``file:`` URI), which an
+    earlier version may have taken:
+
+    - when its job read the loop with Flink's file source, the files that source had read are
+      recorded for the loop reader to take as read, and the source's state is left behind;
+    - the state of stages this version no longer has (:data:`crawl.stages.RETIRED_UIDS`: the
+      near-duplicate stage of one instance) is left behind, said on ``out``.
+
+    Either is Flink's ``ignore-unclaimed-state``, set only when such state is there."""
     text = str(restore_point)
     path = Path(urllib.parse.urlsplit(text).path) if text.startswith("file:") else Path(text)
+    settings = {}
     read = files_read_by_file_source(path)
-    if read is None:
-        return {}
-    write_migrated(layout.loop, read)
-    print(f"{path.name} was taken by a job reading the loop with Flink's file source: the "
-          f"{len(read)} loop file(s) it had read are taken as read, its state is left behind",
-          file=out)
-    return {"execution.state-recovery.ignore-unclaimed-state": "true"}
+    if read is not None:
+        write_migrated(layout.loop, read)
+        print(f"{path.name} was taken by a job reading the loop with Flink's file source: the "
+              f"{len(read)} loop file(s) it had read are taken as read, its state is left behind",
+              file=out)
+        settings[IGNORE_UNCLAIMED_STATE] = "true"
+    if any(holds_state_of(path, uid) for uid in RETIRED_UIDS):
+        print(f"{path.name} was taken by a job with the near-duplicate stage of one instance: "
+              "its index is left behind (pages archived before are not compared with later "
+              "ones; a continuous crawl adds them again as it revisits them)", file=out)
+        settings[IGNORE_UNCLAIMED_STATE] = "true"
+    return settings
 
 
 def path_for_embedded_python(path: str, executable: str = sys.executable) -> str:

@@ -7,7 +7,8 @@
         -> key_by(fetch key: the host, crawl/urls/routing.py) fetch (frontier, robots, politeness,
         HTTP)
         -> key_by(payload digest) process (WARC, revisits, crawl log, links)
-           [-> one instance: near-duplicates (verdicts, the pages' outcomes)]
+           [-> key_by(a permuted table's key, each page probing every table) near-duplicate
+               index -> key_by(page) near-duplicate verdicts (the pages' outcomes)]
         -> loop sink (files back into the loop dir)
 
 Every stage has a name and a stable uid (savepoints map state to operators by uid), both
@@ -29,6 +30,7 @@ from pyflink.datastream.connectors.file_system import (
 from pyflink.table import StreamTableEnvironment
 
 from crawl.config import Config
+from crawl.content.neardup_index import answer_key, probe_key
 from crawl.crawldb.partition import partition_of
 from crawl.layout import OutputLayout
 from crawl.processing import ProcessSettings, payload_key
@@ -39,12 +41,14 @@ from crawl.stages import (
     LOOP_READER,
     LOOP_SINK,
     NEAR_DUPLICATES,
+    NEARDUP_INDEX,
     PROCESS,
 )
 from operators.crawl_db import CrawlDbFunction, CrawlDbSettings
 from operators.fetch import FetchFunction, FetchSettings
 from operators.loop_reader import LoopListerFunction, LoopReaderFunction
-from operators.neardup import NearDuplicateFunction, NearDuplicateSettings
+from operators.neardup import NearDuplicateSettings, NearVerdictFunction
+from operators.neardup_index import NearIndexFunction
 from operators.process import ProcessFunction
 
 __all__ = ["LOOP_POLL_MS", "build_topology"]
@@ -108,29 +112,33 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     )
 
     min_bytes = config.warc.revisit_min_bytes if config.warc.revisits else 2**62
-    near_queries = OutputTag("near-queries", Types.STRING())
+    near_probes = OutputTag("near-probes", Types.STRING())
     processed = (
         results.key_by(lambda result: payload_key(result, min_bytes), key_type=Types.STRING())
         .process(
-            ProcessFunction(ProcessSettings.from_config(config), output, near_queries),
+            ProcessFunction(ProcessSettings.from_config(config), output, near_probes),
             output_type=Types.STRING(),
         )
         .name(PROCESS.uid)
         .uid(PROCESS.uid)
     )
-    # One instance sees every page: near-duplicates share no key. The stage is there even
-    # with neardup.enabled off (it then gets nothing), so that a savepoint taken either way
+    # Near-duplicates share no key: the index is keyed by the permuted tables' keys, each page
+    # probing every table, and the verdicts by page. Both stages are there even with
+    # neardup.enabled off (they then get nothing), so that a savepoint taken either way
     # restores into the other.
+    neardup = NearDuplicateSettings.from_config(config)
+    answers = (
+        processed.get_side_output(near_probes)
+        .key_by(probe_key, key_type=Types.INT())
+        .process(NearIndexFunction(neardup, output), output_type=Types.STRING())
+        .name(NEARDUP_INDEX.uid)
+        .uid(NEARDUP_INDEX.uid)
+    )
     verdicts = (
-        processed.get_side_output(near_queries)
-        .key_by(lambda _: 0, key_type=Types.INT())
-        .process(
-            NearDuplicateFunction(NearDuplicateSettings.from_config(config), output),
-            output_type=Types.STRING(),
-        )
+        answers.key_by(answer_key, key_type=Types.STRING())
+        .process(NearVerdictFunction(neardup, output), output_type=Types.STRING())
         .name(NEAR_DUPLICATES.uid)
         .uid(NEAR_DUPLICATES.uid)
-        .set_parallelism(1)
     )
     loop_lines = processed.union(verdicts)
 

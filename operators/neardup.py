@@ -1,14 +1,15 @@
-"""The near-duplicate stage: one instance judges every archived page against the earlier ones.
+"""The near-duplicate verdict stage, and the settings of both near-duplicate stages.
 
-Input: :class:`crawl.content.neardup_judge.NearQuery` strings from the process stage's side output,
-keyed by one constant key (the stage runs with parallelism 1: near-duplicates share no key). Output:
-loop lines for the crawl DB (each page's outcome, and for a near-duplicate its mark and the
-rescored links, :class:`crawl.content.neardup_judge.NearJudge`). It writes a WARC ``metadata``
-record about each near-duplicate's response into WARC files of its own (prefix
-``<warc.prefix>-neardup``), finalising on start what a failed attempt left open.
+The verdict stage (``neardup-verdicts``) takes the near-duplicate index's answers
+(:mod:`operators.neardup_index`), keyed by the page's WARC record id.
+State, under each page: ``verdict``, a pending verdict (the answers so far) until the last
+answer comes, then what was decided, kept for late answers for an hour after the page's last
+answer (:class:`crawl.content.neardup_judge.NearVerdicts`). Output: loop lines for the crawl DB
+(each page's outcome, and for a near-duplicate its mark and the rescored links). It writes a
+WARC ``metadata`` record about each near-duplicate's response into WARC files of its own
+(prefix ``<warc.prefix>-neardup``), finalising on start what a failed attempt left open.
 
-State, under the one key: ``pages``, a ListState of the pages the index holds
-(``fingerprint capture-id url``), from which the index is rebuilt after a restore.
+It runs at the job's parallelism; with ``neardup.enabled`` off it gets nothing.
 """
 
 from __future__ import annotations
@@ -18,51 +19,53 @@ import logging
 import time
 import uuid
 
-from pyflink.common import Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
-from pyflink.datastream.state import ListStateDescriptor
 
 from crawl.archive.warc import WarcFileWriter, recover_open_files
 from crawl.config import Config, NearDupSection, WarcSection
-from crawl.content.neardup_judge import NearJudge, NearQuery
+from crawl.content.neardup_index import NearAnswer
+from crawl.content.neardup_judge import NearVerdicts
 from crawl.layout import OutputLayout
 from crawl.progress import StageStatus
-from crawl.stages import (
-    NEAR_DUPLICATES,
-    NEARDUP_PAGES,
-    NEARDUP_PAGES_IN,
-    NEARDUP_PAGES_NEAR_DUPLICATE,
-)
+from crawl.stages import NEAR_DUPLICATES, NEARDUP_PAGES_IN, NEARDUP_PAGES_NEAR_DUPLICATE
 from operators.context import OpenedStage
 from operators.metrics import mirror_status
+from operators.state import expiring_string_state
 
-__all__ = ["NearDuplicateFunction", "NearDuplicateSettings", "neardup_prefix"]
+__all__ = ["NearDuplicateSettings", "NearVerdictFunction", "neardup_prefix"]
 
 log = logging.getLogger(__name__)
 
+#: How long the verdict stage keeps what it decided about a page after its last answer (late
+#: answers come within the time probes take to reach the index, seconds).
+VERDICT_SECONDS = 3600.0
+
 
 def neardup_prefix(warc: WarcSection) -> str:
-    """The name prefix of the stage's WARC files."""
+    """The name prefix of the verdict stage's WARC files."""
     return f"{warc.prefix}-neardup"
 
 
 @dataclasses.dataclass(frozen=True)
 class NearDuplicateSettings:
-    """What the near-duplicate stage is configured by: its section, the WARC files' settings
-    and the vnodes."""
+    """What the near-duplicate stages are configured by: their section, the WARC files'
+    settings and the vnodes."""
 
     neardup: NearDupSection
     warc: WarcSection
     #: ``crawl.vnodes``: where each page's outcome goes round the loop.
     vnodes: int
+    #: How long the verdict stage keeps what it decided (0: for ever).
+    verdict_seconds: float = VERDICT_SECONDS
 
     @classmethod
     def from_config(cls, config: Config) -> NearDuplicateSettings:
         return cls(neardup=config.neardup, warc=config.warc, vnodes=config.crawl.vnodes)
 
 
-class NearDuplicateFunction(KeyedProcessFunction):
-    """Judges pages and tells the crawl DB (see the module docstring)."""
+class NearVerdictFunction(KeyedProcessFunction):
+    """Gathers each page's answers, judges it and tells the crawl DB (see the module
+    docstring)."""
 
     def __init__(self, settings: NearDuplicateSettings, output_dir: str) -> None:
         self._settings = settings
@@ -86,15 +89,10 @@ class NearDuplicateFunction(KeyedProcessFunction):
             {"operator": settings.warc.operator,
              "description": "near-duplicate verdicts about responses of the crawl"},
         )
-        self._pages = runtime_context.get_list_state(
-            ListStateDescriptor("pages", Types.STRING())
-        )
-        self._judge: NearJudge | None = None
-        self._producer_id = f"n{subtask.index}.{uuid.uuid4().hex[:12]}"
-        self._status.gauge_functions[NEARDUP_PAGES.name] = lambda: len(self._judge or ())
-        self._status.gauge_functions["pages_held_again"] = lambda: (
-            self._judge.detector.held_again if self._judge is not None else 0
-        )
+        self._verdict = runtime_context.get_state(
+            expiring_string_state("verdict", settings.verdict_seconds))
+        self._verdicts = NearVerdicts(settings.neardup, settings.vnodes,
+                                      f"n{subtask.index}.{uuid.uuid4().hex[:12]}")
         mirror_status(self._status, runtime_context, NEAR_DUPLICATES.figures)
 
     def close(self) -> None:
@@ -106,27 +104,32 @@ class NearDuplicateFunction(KeyedProcessFunction):
 
     def process_element(self, value: str, ctx: KeyedProcessFunction.Context):
         began = time.thread_time()
-        judge = self._judge
-        if judge is None:
-            # The state is keyed: it can be read only with a key, i.e. here.
-            judge = self._judge = NearJudge(
-                self._settings.neardup, self._settings.vnodes, self._producer_id
-            )
-            self._status.count("state.unreadable", judge.restore(self._pages.get() or []))
+        status = self._status
         try:
-            query = NearQuery.decode(value)
+            answer = NearAnswer.decode(value)
         except (ValueError, TypeError) as error:
-            self._status.count("queries.bad")
-            log.warning("unreadable near-duplicate query (%s): %.200s", error, value)
+            status.count("answers.bad")
+            log.warning("unreadable near-duplicate answer (%s): %.200s", error, value)
             return
-        verdict = judge.judge(query)
-        if verdict.rewrite:
-            self._pages.update(judge.entries())
-        elif verdict.entry is not None:
-            self._pages.add(verdict.entry)
-        self._status.count(NEARDUP_PAGES_IN.name)
+        try:
+            verdict = self._verdicts.take(self._verdict.value(), answer)
+        except (ValueError, TypeError) as error:
+            # A query or a kept verdict that does not read (the process stage and this stage
+            # write both): said and counted, not a failure that every restart would replay.
+            status.count("verdicts.bad")
+            log.warning("unreadable near-duplicate verdict state (%s) for %s", error,
+                        answer.record_id)
+            self._verdict.clear()
+            return
+        if verdict.state is not None:
+            self._verdict.update(verdict.state)
+        if verdict.judged:
+            status.count(NEARDUP_PAGES_IN.name)
+        if answer.late:
+            status.count("late_answers.ignored" if verdict.late_ignored else "late_answers.taken")
         if verdict.note is not None:
-            self._warc.write_note(query.url, query.warc_date, query.record_id, verdict.note)
-            self._status.count(NEARDUP_PAGES_NEAR_DUPLICATE.name)
-        self._status.busy_seconds += time.thread_time() - began
+            url, warc_date, record_id, fields = verdict.note
+            self._warc.write_note(url, warc_date, record_id, fields)
+            status.count(NEARDUP_PAGES_NEAR_DUPLICATE.name)
+        status.busy_seconds += time.thread_time() - began
         yield from verdict.lines

@@ -4,11 +4,11 @@ Keyed by :func:`crawl.processing.payload_key`: the payload digest of a response,
 the captures of one payload meet in one subtask, whose keyed state ``first-capture`` (target
 URI, WARC-Date and record id) says where it was archived first; a later capture is written
 as a revisit record. Input: :class:`~crawl.model.FetchResult`. Output: loop lines (strings)
-for the loop sink, and with near-duplicate detection on, a query per archived HTML page for
-the near-duplicate stage (side output; the page's outcome travels with it). Each subtask
-writes its own rolling WARC files and its own crawl log; on start it first finalises the
-``.open`` WARC files its previous attempt left (invariant 6, ARCHITECTURE.md), so no file is left
-unreadable. The work is :class:`crawl.processing.PageProcessor`'s.
+for the loop sink, and with near-duplicate detection on, the probes of each archived HTML page
+for the near-duplicate index (side output; the page's outcome travels with the first). Each
+subtask writes its own rolling WARC files and its own crawl log; on start it first finalises
+the ``.open`` WARC files its previous attempt left (invariant 6, ARCHITECTURE.md), so no file
+is left unreadable. The work is :class:`crawl.processing.PageProcessor`'s.
 """
 
 from __future__ import annotations
@@ -18,10 +18,7 @@ import socket
 import time
 import uuid
 
-from pyflink.common import Types
-from pyflink.common.time import Duration, Time
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
-from pyflink.datastream.state import StateTtlConfig, ValueStateDescriptor
 
 from crawl.archive.crawl_log import CrawlLogWriter
 from crawl.archive.warc import Capture, WarcFileWriter, recover_open_files
@@ -33,15 +30,11 @@ from crawl.stages import PROCESS
 from operators.context import OpenedStage
 from operators.faults import FaultInjector
 from operators.metrics import mirror_status
+from operators.state import expiring_string_state
 
 __all__ = ["ProcessFunction"]
 
 log = logging.getLogger(__name__)
-
-#: State entries RocksDB's TTL compaction filter processes between two reads of the time
-#: (Flink's default).
-_COMPACTION_FILTER_QUERY_ENTRIES = 1000
-
 
 class _StateCaptures:
     """The first capture of the current key's payload, in keyed state (one string: target URI,
@@ -61,40 +54,14 @@ class _StateCaptures:
         self._state.update(f"{capture.target_uri} {capture.warc_date} {capture.record_id}")
 
 
-def first_capture_descriptor(window_seconds: float) -> ValueStateDescriptor:
-    """The ``first-capture`` state: with a window, a value expires that long after it was last
-    written or read (never returned once expired; RocksDB drops it at compaction). Call it in
-    a TaskManager (``open()``): see below."""
-    descriptor = ValueStateDescriptor("first-capture", Types.STRING())
-    if window_seconds > 0:
-        # PyFlink makes the default cleanup strategies' Durations (the RocksDB compaction
-        # filter's periodic compaction time) through the py4j gateway, which a TaskManager of
-        # a cluster does not have (it tries to start one, and the task fails). So the defaults
-        # are turned off and the compaction filter, what cleans expired entries from RocksDB,
-        # is asked for with a Duration made through PemJa, the TaskManager's own JVM.
-        from pyflink.fn_execution.embedded.java_utils import JDuration
-
-        descriptor.enable_time_to_live(
-            StateTtlConfig.new_builder(Time.milliseconds(int(window_seconds * 1000)))
-            .set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
-            .set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
-            .disable_cleanup_in_background()
-            .cleanup_in_rocksdb_compact_filter(
-                _COMPACTION_FILTER_QUERY_ENTRIES, Duration(JDuration.ofDays(30))
-            )
-            .build()
-        )
-    return descriptor
-
-
 class ProcessFunction(KeyedProcessFunction):
     """Archives, logs and routes fetch outcomes (see the module docstring)."""
 
     def __init__(self, settings: ProcessSettings, output_dir: str,
-                 near_queries: OutputTag | None = None) -> None:
+                 near_probes: OutputTag | None = None) -> None:
         self._settings = settings
         self._output_dir = output_dir
-        self._near_queries = near_queries
+        self._near_probes = near_probes
 
     def open(self, runtime_context: RuntimeContext) -> None:
         # First close what a failed attempt of this subtask left open (its WARC file).
@@ -124,7 +91,7 @@ class ProcessFunction(KeyedProcessFunction):
         )
         self._captures = _StateCaptures(
             runtime_context.get_state(
-                first_capture_descriptor(settings.warc.revisit_window_seconds)
+                expiring_string_state("first-capture", settings.warc.revisit_window_seconds)
             )
         )
         # Each line goes to the file as it is written: a line still buffered when the
@@ -139,7 +106,7 @@ class ProcessFunction(KeyedProcessFunction):
             settings, self._warc, self._log, self._status,
             producer_id=f"{subtask.index}.{uuid.uuid4().hex[:12]}",
             captures=self._captures,
-            near_duplicates=self._near_queries is not None,
+            near_duplicates=self._near_probes is not None,
         )
         mirror_status(self._status, runtime_context, PROCESS.figures)
 
@@ -158,10 +125,10 @@ class ProcessFunction(KeyedProcessFunction):
         lines = processor.process(value)
         self._status.busy_seconds += time.thread_time() - began
         yield from lines
-        if processor.near_queries:
-            for query in processor.near_queries:
-                yield self._near_queries, query
-            processor.near_queries.clear()
+        if processor.near_probes:
+            for probe in processor.near_probes:
+                yield self._near_probes, probe
+            processor.near_probes.clear()
 
 
 def _host_address() -> str:

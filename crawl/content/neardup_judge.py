@@ -1,12 +1,13 @@
-"""The near-duplicate stage's work, without Flink: judge each archived page against every page
-archived before it, and tell the crawl DB.
+"""The near-duplicate verdicts, without Flink: gather the index's answers about each archived
+page, judge it, and tell the crawl DB.
 
-Near-duplicates of a page can be anywhere in the crawl: no key routes them to one place (that
-is what the simhash index's permuted tables are for), so one instance of the stage sees every
-page: the process stage, which parses pages in parallel, sends it a small :class:`NearQuery`
-per archived HTML page (the fingerprint made of the page's main text, the page's own outcome
-and the links it sent on), and the stage does the index lookup (about 0.1 ms at 1 to 10
-million pages, ``BENCHMARKS.md``). :class:`NearJudge` answers each query with:
+The process stage, which parses pages in parallel, sends a page's probes to the index stage
+(:mod:`crawl.content.neardup_index`; the first probe carries a small :class:`NearQuery`: the
+page's own outcome and the links it sent on); the index answers each probe; the verdict stage,
+keyed by the page's WARC record id, keeps the answers come so far in keyed state
+(:class:`NearVerdicts`: a pending verdict) until it has one per probe, then judges the page
+against the best of them and keeps only what it decided ("N": no near-duplicate, "Y": one),
+for late answers (:mod:`crawl.content.neardup_index`). Each verdict is:
 
 * the page's loop line for the crawl DB: its outcome (held back by the process stage until
   the verdict, so that both reach the crawl DB record in one merge), and for a near-duplicate
@@ -17,23 +18,20 @@ million pages, ``BENCHMARKS.md``). :class:`NearJudge` answers each query with:
   (``nearDuplicateOf``, ``hammingDistance``, ``simhash``), which the stage writes to WARC files
   of its own.
 
-Its memory is :class:`crawl.content.neardup.NearDuplicateDetector`'s (at most ``neardup.capacity``
-pages, the older half forgotten when full) plus each page's URL; :meth:`NearJudge.entries`
-is what the operator keeps in keyed state to rebuild it after a restore.
+A late answer about a page judged no near-duplicate marks it then: a line with the mark alone
+and the note (its links, sent at their full worth, are not rescored: the query is gone).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections import deque
-from collections.abc import Iterable
 
 from crawl.config import NearDupSection
-from crawl.content.neardup import Fingerprint, NearDuplicateDetector
+from crawl.content.neardup_index import NearAnswer
 from crawl.loop.records import DoneEvent, FoundUrl, Rescore, encode_line, url_vnode
 
-__all__ = ["NearJudge", "NearQuery", "NearVerdict"]
+__all__ = ["NEAR", "NOT_NEAR", "NearQuery", "NearVerdict", "NearVerdicts"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,93 +71,67 @@ class NearQuery:
         )
 
 
+#: What the verdict stage keeps about a page once judged: a near-duplicate, or not.
+NEAR = "Y"
+NOT_NEAR = "N"
+_PENDING = "P"
+
+
 @dataclasses.dataclass(frozen=True)
 class NearVerdict:
-    """What the stage does with one query."""
+    """What the verdict stage does with one answer."""
 
+    #: What to keep about the page from now on (None: nothing changes).
+    state: str | None
     #: Loop lines for the crawl DB.
-    lines: list[str]
-    #: The earlier page this one is a near-duplicate of, and the distance (None: none).
+    lines: list[str] = dataclasses.field(default_factory=list)
+    #: The page was judged now (its last answer came).
+    judged: bool = False
+    #: The page was found a near-duplicate now (judged, or by a late answer)...
+    near_duplicate: bool = False
+    #: ...of this page, this far.
     original: str | None = None
     distance: int | None = None
-    #: Fields of the WARC metadata record to write about the page (None: none).
-    note: list[tuple[str, str]] | None = None
-    #: The entry to append to the stored pages (None: the page was not added).
-    entry: str | None = None
-    #: The stored pages changed other than by ``entry`` (the older half was forgotten):
-    #: store :meth:`NearJudge.entries` again.
-    rewrite: bool = False
+    #: The WARC metadata record to write about the page's response: (its URL, WARC-Date,
+    #: record id, fields), or None.
+    note: tuple[str, str, str, list[tuple[str, str]]] | None = None
+    #: A late answer came for a page already judged a near-duplicate, or no longer known.
+    late_ignored: bool = False
 
 
-class NearJudge:
-    """Judges pages one after another (see the module docstring). Not thread-safe."""
+class NearVerdicts:
+    """Judges pages from the index's answers (see the module docstring). Not thread-safe."""
 
     def __init__(self, section: NearDupSection, vnodes: int, producer_id: str) -> None:
-        self._detector = NearDuplicateDetector(
-            k=section.max_distance,
-            blocks=max(4, section.max_distance + 1),
-            capacity=section.capacity,
-            min_features=section.min_features,
-            min_exact_features=section.min_exact_features,
-        )
         self._rescore_weight = section.outlink_weight - 1.0
         self._vnodes = vnodes
         self._producer_id = producer_id
         self._lines = 0
-        self._next_capture = 0
-        # (capture id, URL, fingerprint, short) of the pages held, oldest first.
-        self._pages: deque[tuple[int, str, int, bool]] = deque()
-        self._urls: dict[int, str] = {}
 
-    def __len__(self) -> int:
-        return len(self._pages)
+    def take(self, state: str | None, answer: NearAnswer) -> NearVerdict:
+        """The verdict on ``answer``'s page given what is kept about it (``state``; None:
+        nothing)."""
+        if answer.late:
+            return self._late(state, answer)
+        received, best, query, probes = 0, None, "", answer.probes
+        if state is not None and state.startswith(_PENDING):
+            received, best, query, probes = json.loads(state[1:])
+            best = tuple(best) if best is not None else None
+        elif state is not None:  # judged already: an answer of a replayed probe
+            return NearVerdict(None, late_ignored=True)
+        received += 1
+        best = _better(best, answer.original)
+        query = query or answer.query
+        if received < probes or not query:
+            return NearVerdict(_PENDING + json.dumps([received, best, query, probes],
+                                                     separators=(",", ":")))
+        return self._judge(NearQuery.decode(query), best)
 
-    @property
-    def detector(self) -> NearDuplicateDetector:
-        return self._detector
-
-    def restore(self, entries: Iterable[str]) -> int:
-        """Take back stored pages (:meth:`entries`, oldest first); returns how many were
-        unreadable (skipped)."""
-        bad = 0
-        for entry in entries:
-            try:
-                fingerprint, capture, url = entry.split(" ", 2)
-                short = fingerprint.startswith(_SHORT)
-                value, capture_id = int(fingerprint.removeprefix(_SHORT), 16), int(capture)
-            except ValueError:
-                bad += 1
-                continue
-            self._detector.restore([(value, capture_id, url)], short)
-            self._remember(capture_id, url, value, short)
-            self._next_capture = max(self._next_capture, capture_id + 1)
-        self._forget()
-        return bad
-
-    def entries(self) -> list[str]:
-        """The pages held, oldest first, as stored."""
-        return [_entry(value, capture, url, short) for capture, url, value, short in self._pages]
-
-    def judge(self, query: NearQuery) -> NearVerdict:
-        capture = self._next_capture
-        self._next_capture += 1
-        held = len(self._detector)
-        verdict = self._detector.check(
-            query.url, capture, Fingerprint(query.fingerprint, query.features)
-        )
-        rewrite = False
-        entry = None
-        if verdict.added:
-            short = query.features < self._detector.min_features
-            self._remember(capture, query.url, query.fingerprint, short)
-            entry = _entry(query.fingerprint, capture, query.url, short)
-            if len(self._detector) < held + 1:  # the older half went
-                rewrite = self._forget()
-        if not verdict.near_duplicate:
+    def _judge(self, query: NearQuery, best: tuple | None) -> NearVerdict:
+        if best is None:
             line = encode_line(query.vnode, done=[query.done], line_id=self._line_id())
-            return NearVerdict([line], entry=entry, rewrite=rewrite)
-        original = self._urls.get(verdict.duplicate_of, "")
-        distance = int(verdict.distance or 0)
+            return NearVerdict(NOT_NEAR, [line], judged=True)
+        distance, _, _, original = best
         lines = [encode_line(query.vnode, done=[query.done],
                              near=[(query.url, original, distance)], line_id=self._line_id())]
         cash = query.outlink_cash or [None] * len(query.outlinks)
@@ -169,34 +141,43 @@ class NearJudge:
                 (url, hops, via, self._rescore_weight, amount))
         for vnode, rescore in groups.items():
             lines.append(encode_line(vnode, rescore=rescore, line_id=self._line_id()))
-        note = [
-            ("nearDuplicateOf", original),
-            ("hammingDistance", str(distance)),
-            ("simhash", f"{query.fingerprint:016x}"),
-        ]
-        return NearVerdict(lines, original, distance, note, entry, rewrite)
+        note = (query.url, query.warc_date, query.record_id,
+                _note_fields(original, distance, query.fingerprint))
+        return NearVerdict(NEAR, lines, True, True, original, distance, note)
 
-    def _remember(self, capture: int, url: str, fingerprint: int, short: bool) -> None:
-        self._pages.append((capture, url, fingerprint, short))
-        self._urls[capture] = url
-
-    def _forget(self) -> bool:
-        """Drop the pages the detector forgot (the oldest); True if any."""
-        dropped = False
-        while len(self._pages) > len(self._detector):
-            capture, _, _, _ = self._pages.popleft()
-            self._urls.pop(capture, None)
-            dropped = True
-        return dropped
+    def _late(self, state: str | None, answer: NearAnswer) -> NearVerdict:
+        if answer.original is None:
+            return NearVerdict(None)
+        if state is not None and state.startswith(_PENDING):
+            received, best, query, probes = json.loads(state[1:])
+            best = _better(tuple(best) if best is not None else None, answer.original)
+            return NearVerdict(_PENDING + json.dumps([received, best, query, probes],
+                                                     separators=(",", ":")))
+        if state != NOT_NEAR:
+            return NearVerdict(None, late_ignored=True)
+        distance, _, _, original = answer.original
+        line = encode_line(url_vnode(answer.url, self._vnodes),
+                           near=[(answer.url, original, distance)], line_id=self._line_id())
+        note = (answer.url, answer.warc_date, answer.record_id,
+                _note_fields(original, distance, answer.fingerprint))
+        return NearVerdict(NEAR, [line], False, True, original, distance, note)
 
     def _line_id(self) -> str:
         self._lines += 1
         return f"{self._producer_id}.{self._lines}"
 
 
-#: Marks the stored entry of a short page (judged by its exact set of features).
-_SHORT = "="
+def _better(best: tuple | None, other: tuple | None) -> tuple | None:
+    """The nearer, then earlier, of two originals (either may be None)."""
+    if other is None:
+        return best
+    other = tuple(other)
+    return other if best is None or other < best else best
 
 
-def _entry(fingerprint: int, capture: int, url: str, short: bool) -> str:
-    return f"{_SHORT if short else ''}{fingerprint:016x} {capture} {url}"
+def _note_fields(original: str, distance: int, fingerprint: int) -> list[tuple[str, str]]:
+    return [
+        ("nearDuplicateOf", original),
+        ("hammingDistance", str(distance)),
+        ("simhash", f"{fingerprint:016x}"),
+    ]

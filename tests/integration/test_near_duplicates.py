@@ -23,7 +23,14 @@ from crawl.config import NearDupSection
 from crawl.content.neardup import content_features
 from crawl.content.text import main_text
 from crawl.progress import CrawlFigures, read_statuses
-from crawl.stages import CRAWLDB_URLS_NEAR_DUPLICATE, NEARDUP_PAGES_NEAR_DUPLICATE
+from crawl.stages import (
+    CRAWLDB_URLS_NEAR_DUPLICATE,
+    NEAR_DUPLICATES,
+    NEARDUP_INDEX,
+    NEARDUP_INDEX_PROBES,
+    NEARDUP_PAGES_IN,
+    NEARDUP_PAGES_NEAR_DUPLICATE,
+)
 from synthweb import SyntheticWeb, SyntheticWebServer, WebConfig, audit_log
 from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import SHORT_BACKOFF, near_duplicate_notes, run_crawl
@@ -81,8 +88,9 @@ def _near_duplicate_crawl(tmp_path: Path) -> dict[str, Any]:
         web = server.web
         seeds = web.seeds(1)
         # Two process subtasks: the copies of an article are archived by either, and still
-        # meet in the one near-duplicate stage. On the MiniCluster: its one process serves
-        # every metric on the reporter's one port (a local cluster's daemons need a range).
+        # meet in the near-duplicate index, whose keys are spread over two subtasks. On the
+        # MiniCluster: its one process serves every metric on the reporter's one port (a local
+        # cluster's daemons need a range).
         process, summary = run_crawl(
             tmp_path, seeds, server.proxy_url, "--delay", str(DELAY), "--idle-seconds", "6",
             *SHORT_BACKOFF, "--parallelism", "2", "--set", "crawl.local_runtime=minicluster",
@@ -136,9 +144,17 @@ def test_near_duplicates_are_found_marked_and_archived_with_their_original(
     assert edited_recall >= 0.3
     assert all(0 <= distance <= 3 for _, _, distance in notes)
 
-    # Both process subtasks archived pages that were judged near-duplicates.
+    # Both process subtasks archived pages that were judged near-duplicates, and both
+    # subtasks of the index and of the verdicts had their share: no stage of one instance.
     judged_by = {_archived_by(out, url) for url, _ in correct}
     assert judged_by == {0, 1}
+    work = {(status["stage"], status["subtask"]): status["counters"]
+            for status in read_statuses(out / "status")}
+    for subtask in (0, 1):
+        assert work[NEARDUP_INDEX.figures, subtask].get(NEARDUP_INDEX_PROBES.name, 0) > 0
+        assert work[NEAR_DUPLICATES.figures, subtask].get(NEARDUP_PAGES_IN.name, 0) > 0
+    # One verdict a page: each near-duplicate has one note.
+    assert len({url for url, _, _ in notes}) == len(notes)
     # The crawl DB marked each of them; the summary counts them.
     figures = CrawlFigures.from_statuses(read_statuses(out / "status"))
     assert figures.counter(CRAWLDB_URLS_NEAR_DUPLICATE.key) == len(notes)

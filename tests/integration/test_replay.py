@@ -177,6 +177,9 @@ def _finish_the_old_crawl_and_replay_it(
         process, summary = run_crawl(tmp_path, [], web.proxy_url, "--resume", *CRAWL_OPTIONS)
         assert process.returncode == 0, process.stderr[-3000:]
         assert "was taken by a job reading the loop with Flink's file source" in process.stdout
+        # Its near-duplicate stage of one instance is no more: its index is left behind.
+        assert "was taken by a job with the near-duplicate stage of one instance" in (
+            process.stdout)
         assert summary["stop_reason"] == "idle"
         requests_made = old_requests + web.request_log()
         assert audit_log(requests_made, web.web.expected_crawl(seeds, TOKEN),

@@ -28,6 +28,7 @@ from crawl.stages import (
     FETCH,
     LOOP_READER,
     NEAR_DUPLICATES,
+    NEARDUP_INDEX,
     PROCESS,
     Figure,
     Stage,
@@ -55,6 +56,7 @@ STAGE_SOURCES = {
     CRAWL_DB.figures: ["operators/crawl_db.py", "crawl/crawldb/partition.py"],
     FETCH.figures: ["operators/fetch.py", "crawl/frontier/scheduler.py"],
     PROCESS.figures: ["operators/process.py", "crawl/processing.py"],
+    NEARDUP_INDEX.figures: ["operators/neardup_index.py"],
     NEAR_DUPLICATES.figures: ["operators/neardup.py"],
 }
 #: Figures every stage's StageStatus keeps itself.

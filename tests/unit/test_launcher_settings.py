@@ -20,11 +20,12 @@ from job.local_settings import (
     local_run_environment,
     local_run_settings,
 )
+from job.operator_ids import operator_id
 from job.preparation import (
     DEFAULT_FLINK_CONF,
     CrawlError,
     flink_configuration,
-    migrate_loop_source,
+    migrate_earlier_version,
     path_for_embedded_python,
 )
 
@@ -116,11 +117,30 @@ def test_a_savepoint_of_the_file_source_is_restored_with_its_read_files_taken_as
     shutil.copy(Path(__file__).parent / "data" / "file-source-savepoint-metadata",
                 savepoint / "_metadata")
     out = io.StringIO()
-    settings = migrate_loop_source(layout, savepoint.as_uri(), out)
+    settings = migrate_earlier_version(layout, savepoint.as_uri(), out)
     assert settings == {"execution.state-recovery.ignore-unclaimed-state": "true"}
     assert "67 loop file(s) it had read are taken as read" in out.getvalue()
     assert len(read_migrated(layout.loop)) == 67
+    # That version had the near-duplicate stage of one instance: its state is left behind.
+    assert "its index is left behind" in out.getvalue()
     layout.clear()
+    assert read_migrated(layout.loop) == frozenset()
+
+
+def test_a_savepoint_with_the_near_duplicate_stage_of_one_instance_leaves_its_index_behind(
+    tmp_path: Path,
+) -> None:
+    layout = OutputLayout(tmp_path / "out")
+    layout.make()
+    checkpoint = tmp_path / "chk-7"
+    checkpoint.mkdir()
+    (checkpoint / "_metadata").write_bytes(
+        b"keyed state of " + operator_id("crawl-db") + operator_id("near-duplicates"))
+    out = io.StringIO()
+    assert migrate_earlier_version(layout, checkpoint, out) == {
+        "execution.state-recovery.ignore-unclaimed-state": "true"}
+    assert "chk-7 was taken by a job with the near-duplicate stage of one instance" in (
+        out.getvalue())
     assert read_migrated(layout.loop) == frozenset()
 
 
@@ -131,7 +151,7 @@ def test_a_savepoint_of_the_loop_reader_needs_no_migration(tmp_path: Path) -> No
     checkpoint.mkdir()
     (checkpoint / "_metadata").write_bytes(b"keyed state, no file source")
     out = io.StringIO()
-    assert migrate_loop_source(layout, checkpoint, out) == {}
+    assert migrate_earlier_version(layout, checkpoint, out) == {}
     assert out.getvalue() == ""
     assert read_migrated(layout.loop) == frozenset()
 

@@ -17,7 +17,8 @@ from crawl.archive.crawl_log import CrawlLogWriter
 from crawl.archive.warc import WarcFileWriter, verify_warc_file
 from crawl.config import CrawlDbSection, NearDupSection, PrioritySection
 from crawl.content.neardup import fingerprint_text
-from crawl.content.neardup_judge import NearJudge, NearQuery
+from crawl.content.neardup_index import NearAnswer, NearProbe
+from crawl.content.neardup_judge import NEAR, NOT_NEAR, NearQuery, NearVerdict, NearVerdicts
 from crawl.crawldb.partition import FLAG_NEAR_DUPLICATE, CrawlDbPartition, partition_directory
 from crawl.loop.records import LoopRecordError, decode_line, encode_line, parse_record, url_vnode
 from crawl.model import FetchResult
@@ -56,73 +57,73 @@ def test_a_query_round_trips() -> None:
     assert NearQuery.decode(query.encode()) == query
 
 
+def _judged(verdicts: NearVerdicts, query: NearQuery,
+            original: tuple[int, int, str, str] | None = None) -> NearVerdict:
+    """The verdict on ``query`` when its last answer names ``original``."""
+    state = None
+    for n in range(4):
+        verdict = verdicts.take(state, NearAnswer(query.record_id, False,
+                                                  original if n == 3 else None, 4,
+                                                  query.encode() if n == 1 else ""))
+        assert verdict.judged == (n == 3)
+        state = verdict.state
+    return verdict
+
+
 def test_the_first_page_passes_its_outcome_on_and_a_copy_is_marked_and_rescored() -> None:
-    judge = NearJudge(NearDupSection(outlink_weight=0.25), VNODES, "n0")
-    first = judge.judge(_query("http://a.test/news/1", ARTICLE))
+    verdicts = NearVerdicts(NearDupSection(outlink_weight=0.25), VNODES, "n0")
+    first = _judged(verdicts, _query("http://a.test/news/1", ARTICLE))
     assert first.original is None
     assert first.note is None
+    assert first.state == NOT_NEAR
     ((vnode, payload),) = _parts(first.lines).items()
     assert vnode == url_vnode("http://a.test/news/1", VNODES)
     assert payload["done"] == [["http://a.test/news/1", "FETCHED", 200, "http:200", T0]]
     assert "near" not in payload
     links = [("http://c.test/p", "LL", "http://b.test/news/9")]
-    copy = judge.judge(dataclasses.replace(
-        _query("http://b.test/news/9", ARTICLE + " extra", links), outlink_cash=[0.2]))
-    assert copy.original == "http://a.test/news/1"
-    assert copy.distance is not None
-    assert copy.distance <= 3
+    query = dataclasses.replace(
+        _query("http://b.test/news/9", ARTICLE + " extra", links), outlink_cash=[0.2])
+    copy = _judged(verdicts, query, (2, T0, "<urn:uuid:a>", "http://a.test/news/1"))
+    assert (copy.original, copy.distance, copy.state) == ("http://a.test/news/1", 2, NEAR)
     parts = _parts(copy.lines)
     own = parts[url_vnode("http://b.test/news/9", VNODES)]
-    assert own["near"] == [["http://b.test/news/9", "http://a.test/news/1", copy.distance]]
+    assert own["near"] == [["http://b.test/news/9", "http://a.test/news/1", 2]]
     assert own["done"][0][0] == "http://b.test/news/9"
     rescored = parts[url_vnode("http://c.test/p", VNODES)]["rescore"]
     # The copy's link gives back three quarters of the cash it brought.
     assert rescored == [["http://c.test/p", "LL", "http://b.test/news/9", -0.75, 0.2]]
-    assert dict(copy.note)["nearDuplicateOf"] == "http://a.test/news/1"
-    # Another article is not a copy; a page of three words is not judged nor stored.
-    assert judge.judge(_query("http://c.test/other", OTHER)).original is None
-    shortest = judge.judge(_query("http://d.test/shortest", "three words only"))
-    assert shortest.entry is None
-    assert len(judge) == 3
-    # A short page is judged by its exact words: the same words in another order and number
-    # are a copy, distance 0; one word more is not.
-    thin = judge.judge(_query("http://e.test/1", "cheap best offer deal free top"))
-    assert thin.original is None
-    copy = judge.judge(_query("http://e.test/2", "top deal top cheap free offer best best"))
-    assert (copy.original, copy.distance) == ("http://e.test/1", 0)
-    assert judge.judge(_query("http://e.test/3", "cheap best offer deal free top now")).original \
-        is None
+    url, warc_date, record_id, fields = copy.note
+    assert (url, warc_date, record_id) == (query.url, query.warc_date, query.record_id)
+    assert fields == [("nearDuplicateOf", "http://a.test/news/1"), ("hammingDistance", "2"),
+                      ("simhash", f"{query.fingerprint:016x}")]
 
 
-def test_stored_pages_rebuild_the_index_after_a_restore() -> None:
-    section = NearDupSection()
-    judge = NearJudge(section, VNODES, "n0")
-    thin = "cheap best offer deal free top"
-    stored = [v.entry for v in (judge.judge(_query("http://a.test/1", ARTICLE)),
-                                judge.judge(_query("http://b.test/2", OTHER)),
-                                judge.judge(_query("http://t.test/1", thin))) if v.entry]
-    assert stored == judge.entries()
-    assert stored[2].startswith("=")  # a short page's entry says so
-    restored = NearJudge(section, VNODES, "n1")
-    assert restored.restore([*stored, "junk", "zz 1 http://x/", "=zz 1 http://x/"]) == 3
-    verdict = restored.judge(_query("http://c.test/3", OTHER))
-    assert verdict.original == "http://b.test/2"
-    # Capture ids go on after the restored ones: the new page's entry names a new one.
-    assert verdict.entry.split(" ")[1] == "3"
-    assert restored.judge(_query("http://t.test/2", thin)).original == "http://t.test/1"
-    assert restored.entries()[:3] == stored
+def test_the_best_answer_wins_and_a_page_waits_for_its_query() -> None:
+    verdicts = NearVerdicts(NearDupSection(), VNODES, "n0")
+    query = _query("http://b.test/x", ARTICLE)
+    far, near_late, near_early = ((3, T0, "<a>", "http://a/far"),
+                                  (1, T0 + 9, "<b>", "http://a/late"),
+                                  (1, T0 + 2, "<c>", "http://a/early"))
+    state = None
+    for original in (far, near_late, near_early, None):
+        verdict = verdicts.take(state, NearAnswer(query.record_id, False, original, 4))
+        state = verdict.state
+    # Four answers, but the query (with the first probe's answer) is not there yet.
+    assert not verdict.judged
+    assert verdict.lines == []
+    with pytest.raises(json.JSONDecodeError):
+        verdicts.take(state, NearAnswer(query.record_id, False, None, 4, "not a query"))
+    verdict = verdicts.take(state, NearAnswer(query.record_id, False, None, 4, query.encode()))
+    assert verdict.judged
+    assert verdict.original == "http://a/early"
+    # A short page sends one probe.
+    short = _judged_once(verdicts, _query("http://s.test/1", "cheap best offer deal"))
+    assert short.judged
+    assert short.original is None
 
 
-def test_a_full_index_forgets_its_older_half_and_says_the_stored_pages_changed() -> None:
-    judge = NearJudge(NearDupSection(capacity=4), VNODES, "n0")
-    texts = [" ".join(f"t{chr(97 + n)}w{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(60))
-             for n in range(5)]
-    verdicts = [judge.judge(_query(f"http://a.test/{n}", text)) for n, text in enumerate(texts)]
-    # Two generations of two pages: the fifth page makes the first two go.
-    assert [v.rewrite for v in verdicts] == [False, False, False, False, True]
-    assert [e.split(" ")[2] for e in judge.entries()] == [
-        "http://a.test/2", "http://a.test/3", "http://a.test/4"]
-    assert len(judge) == len(judge.entries()) == judge.detector.__len__()
+def _judged_once(verdicts: NearVerdicts, query: NearQuery) -> NearVerdict:
+    return verdicts.take(None, NearAnswer(query.record_id, False, None, 1, query.encode()))
 
 
 def test_the_loop_carries_rescores_and_near_marks_and_refuses_bad_ones() -> None:
@@ -198,8 +199,10 @@ def test_the_process_stage_holds_a_pages_outcome_for_the_near_duplicate_stage(
                          http_status=200, response_headers=[("Content-Type", "text/html")],
                          body=body.encode(), started_ms=T0)
     lines = processor.process(result)
-    ((query_text,),) = [processor.near_queries]
-    query = NearQuery.decode(query_text)
+    probes = [NearProbe.decode(text) for text in processor.near_probes]
+    assert [probe.table for probe in probes] == [0, 1, 2, 3]
+    assert {probe.record_id for probe in probes} == {warc.last_capture.record_id}
+    query = NearQuery.decode(probes[0].query)
     assert query.done == ("http://a.test/news/1", "FETCHED", 200, "http:200", T0)
     assert query.outlinks == [("http://b.test/next", "L", "http://a.test/news/1")]
     assert query.record_id == warc.last_capture.record_id
@@ -208,13 +211,13 @@ def test_the_process_stage_holds_a_pages_outcome_for_the_near_duplicate_stage(
     for line in lines:
         assert "done" not in json.loads(decode_line(line)[1])
     # Not HTML: no query, the outcome goes at once.
-    processor.near_queries.clear()
+    processor.near_probes.clear()
     text = FetchResult(url="http://a.test/t.txt", status=Status.FETCHED, reason="http:200",
                        http_status=200, response_headers=[("Content-Type", "text/plain")],
                        body=b"hello", started_ms=T0)
     (line,) = processor.process(text)
     assert json.loads(decode_line(line)[1])["done"][0][0] == "http://a.test/t.txt"
-    assert processor.near_queries == []
+    assert processor.near_probes == []
     warc.close()
     log.close()
     status.close()

@@ -15,7 +15,8 @@ from crawl.config import Config, ConnectTo, load_config
 from crawl.processing import ProcessSettings
 from operators.crawl_db import CrawlDbFunction, CrawlDbSettings
 from operators.fetch import FetchFunction, FetchSettings
-from operators.neardup import NearDuplicateFunction, NearDuplicateSettings
+from operators.neardup import NearDuplicateSettings, NearVerdictFunction
+from operators.neardup_index import NearIndexFunction
 from operators.process import ProcessFunction
 
 OUT = "/crawl-out"
@@ -36,12 +37,18 @@ def _process(config: Config) -> tuple[Any, Any]:
     return ProcessFunction(settings, OUT), settings
 
 
-def _near_duplicates(config: Config) -> tuple[Any, Any]:
+def _neardup_index(config: Config) -> tuple[Any, Any]:
     settings = NearDuplicateSettings.from_config(config)
-    return NearDuplicateFunction(settings, OUT), settings
+    return NearIndexFunction(settings, OUT), settings
 
 
-@pytest.mark.parametrize("build", [_crawl_db, _fetch, _process, _near_duplicates])
+def _neardup_verdicts(config: Config) -> tuple[Any, Any]:
+    settings = NearDuplicateSettings.from_config(config)
+    return NearVerdictFunction(settings, OUT), settings
+
+
+@pytest.mark.parametrize("build", [_crawl_db, _fetch, _process, _neardup_index,
+                                   _neardup_verdicts])
 def test_a_shipped_function_carries_its_settings_and_no_config(
     build: Callable[[Config], tuple[Any, Any]],
 ) -> None:

@@ -12,6 +12,7 @@ from pyflink.datastream import OutputTag
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.config import Config, load_config
+from crawl.content.neardup_index import NearProbe
 from crawl.content.neardup_judge import NearQuery
 from crawl.layout import OutputLayout
 from crawl.loop.records import decode_line, parse_record
@@ -22,7 +23,8 @@ from operators.process import ProcessFunction
 from tests.fakes import KeyedHarness, Snapshot
 
 T0 = 1_700_000_000_000
-WORDS = " ".join(f"word{n}" for n in range(60))
+# (Words without digits: the near-duplicate fingerprint leaves those out.)
+WORDS = " ".join(f"word{chr(97 + n % 26)}{chr(97 + n // 26)}" for n in range(60))
 BODY = (f"<html><body><p>{WORDS}</p><a href='/next'>next</a></body></html>").encode()
 
 
@@ -81,23 +83,25 @@ def test_a_payload_met_again_is_a_revisit_across_a_restore(tmp_path: Path) -> No
     first.close()
     second = _harness(tmp_path, restore=snapshot)
     _process(second, _page("http://b.test/copy"))
-    _process(second, _page("http://b.test/other", BODY.replace(b"word1 ", b"other ")))
+    _process(second, _page("http://b.test/other", BODY.replace(b"wordba ", b"other ")))
     second.close()
     kinds = {url: kind for kind, url in _records(tmp_path) if kind in ("response", "revisit")}
     assert kinds == {"http://a.test/one": "response", "http://b.test/copy": "revisit",
                      "http://b.test/other": "response"}
 
 
-def test_archived_pages_are_queried_on_the_side_output(tmp_path: Path) -> None:
-    tag = OutputTag("near-queries", Types.STRING())
+def test_archived_pages_probe_the_near_duplicate_index_on_the_side_output(tmp_path: Path
+                                                                          ) -> None:
+    tag = OutputTag("near-probes", Types.STRING())
     harness = _harness(tmp_path, near=tag)
     try:
         emitted = _process(harness, _page("http://a.test/one"))
     finally:
         harness.close()
-    [query] = [value for item in emitted if isinstance(item, tuple) and item[0] is tag
-               for value in item[1:]]
-    decoded = NearQuery.decode(query)
+    probes = [NearProbe.decode(value) for item in emitted
+              if isinstance(item, tuple) and item[0] is tag for value in item[1:]]
+    assert [probe.table for probe in probes] == [0, 1, 2, 3]
+    decoded = NearQuery.decode(probes[0].query)
     assert decoded.url == "http://a.test/one"
     assert decoded.done[:2] == ("http://a.test/one", "FETCHED")
     # The page's outcome goes with the query; the loop line carries the links alone.
