@@ -34,9 +34,9 @@ sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
 from e2e_throughput import from_request_log  # noqa: E402
-from rounds import add_web_options, alternate, print_ratios, write_json  # noqa: E402
+from rounds import add_web_options, alternate, print_ratios, web_config, write_json  # noqa: E402
 
-from synthweb import SyntheticWebServer, WebConfig, audit_log  # noqa: E402
+from synthweb import SyntheticWebServer, audit_log  # noqa: E402
 from synthweb.proctree import ProcessTreeMonitor  # noqa: E402
 from tests.integration.cluster_fixture import (  # noqa: E402
     standalone_cluster,
@@ -66,7 +66,7 @@ def one_round(args: argparse.Namespace, layout: str) -> dict[str, Any]:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the second TaskManager did not register")
                 time.sleep(0.5)
-            config = WebConfig(seed=args.web_seed, hosts=args.hosts)
+            config = web_config(args)
             with SyntheticWebServer(config, work / "requests.jsonl") as server:
                 seeds = server.web.seeds()
                 seeds_file = work / "seeds.txt"

@@ -33,9 +33,9 @@ _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
-from rounds import add_web_options, alternate, print_ratios, write_json  # noqa: E402
+from rounds import add_web_options, alternate, print_ratios, web_config, write_json  # noqa: E402
 
-from synthweb import RequestRecord, SyntheticWebServer, WebConfig, audit_log  # noqa: E402
+from synthweb import RequestRecord, SyntheticWebServer, audit_log  # noqa: E402
 from synthweb.audit import is_page_path  # noqa: E402
 from synthweb.proctree import ProcessTreeMonitor  # noqa: E402
 
@@ -103,7 +103,7 @@ def run_ours(
 def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"e2e-{crawler}-") as folder:
         work = Path(folder)
-        config = WebConfig(seed=args.web_seed, hosts=args.hosts)
+        config = web_config(args)
         with SyntheticWebServer(config, work / "requests.jsonl") as server:
             seeds = server.web.seeds()
             if crawler == "ours":

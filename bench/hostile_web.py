@@ -32,12 +32,11 @@ _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
-from rounds import add_web_options, alternate, print_ratios, write_json  # noqa: E402
+from rounds import add_web_options, alternate, print_ratios, web_config, write_json  # noqa: E402
 
 from synthweb import (  # noqa: E402
     RequestRecord,
     SyntheticWebServer,
-    WebConfig,
     audit_hostile,
     audit_log,
 )
@@ -55,7 +54,7 @@ def _rate(records: list[RequestRecord]) -> tuple[int, float]:
 
 
 def one_round(args: argparse.Namespace, hostile: bool) -> dict[str, Any]:
-    config = WebConfig(seed=args.web_seed, hosts=args.hosts)
+    config = web_config(args)
     if hostile:
         config = config.with_hostile_profile(
             hostile_trickle_seconds=args.trickle_seconds,

@@ -34,9 +34,9 @@ sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
 from e2e_throughput import from_request_log  # noqa: E402
-from rounds import add_web_options, alternate, print_ratios, write_json  # noqa: E402
+from rounds import add_web_options, alternate, print_ratios, web_config, write_json  # noqa: E402
 
-from synthweb import SyntheticWebServer, WebConfig, audit_log  # noqa: E402
+from synthweb import SyntheticWebServer, audit_log  # noqa: E402
 from synthweb.audit import is_page_path  # noqa: E402
 from synthweb.proctree import ProcessTreeMonitor, TreeUsage  # noqa: E402
 
@@ -72,7 +72,7 @@ def cpu_by_role(usage: TreeUsage) -> dict[str, Any]:
 def one_round(args: argparse.Namespace, parallelism: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"local-p{parallelism}-") as folder:
         work = Path(folder)
-        config = WebConfig(seed=args.web_seed, hosts=args.hosts)
+        config = web_config(args)
         with SyntheticWebServer(config, work / "requests.jsonl") as server:
             seeds = server.web.seeds()
             seeds_file = work / "seeds.txt"

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from synthweb import WebConfig
+
 Figures = dict[str, Any]
 
 
@@ -45,6 +47,19 @@ def add_web_options(parser: argparse.ArgumentParser, hosts: int) -> None:
     parser.add_argument("--web-seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument(
+        "--articles", type=int, default=0,
+        help="also serve this many articles as near-duplicate groups and as many edited ones "
+             "(the near-duplicate profile: pages of 100-odd words, judged by distance)")
+
+
+def web_config(args: argparse.Namespace) -> WebConfig:
+    """The synthetic web of :func:`add_web_options`' options."""
+    config = WebConfig(seed=args.web_seed, hosts=args.hosts)
+    if args.articles:
+        config = config.with_near_duplicate_profile(near_duplicate_groups=args.articles,
+                                                    near_duplicate_edited_groups=args.articles)
+    return config
 
 
 def print_ratios(
