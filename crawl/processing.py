@@ -18,11 +18,9 @@ from :class:`crawl.content.links.LinkExtractor` with their own hop: ``L`` a link
 (``captures``, by payload digest) is written as a ``revisit`` record referring to that first
 capture. With ``scope.path_ascending`` a page that answered also brings the directories above
 it (hop ``I``). With near-duplicate detection on, an archived HTML page (not a revisit) gets
-the simhash of its main text (:mod:`crawl.content.neardup`) in its metadata record, and its own
-outcome is held back: it goes, with the fingerprint and the links the page sent, as probes of
-the near-duplicate index (:attr:`PageProcessor.near_probes`,
-:mod:`crawl.content.neardup_index`), whose verdict stage sends it on with its verdict
-(:mod:`crawl.content.neardup_judge`). In a continuous crawl
+the simhash of its main text (:mod:`crawl.content.neardup`) in its metadata record, and probes
+of the near-duplicate index with its fingerprint and the links it sent
+(:attr:`PageProcessor.near_probes`, :mod:`crawl.content.neardup_index`). In a continuous crawl
 (``recrawl``) a page's outcome carries its revisit (:class:`crawl.crawldb.recrawl.Revisit`:
 the recrawl state it was fetched with and what the fetch saw: the content digest and
 validators, or a 304), and a 304 Not Modified is archived as a ``revisit`` record with the
@@ -325,7 +323,7 @@ class PageProcessor:
         self._hints: dict[str, int] = {}
         self._lastmods: dict[str, int] = {}
         #: Probes for the near-duplicate index (:class:`crawl.content.neardup_index.NearProbe`,
-        #: encoded; the first carries the :class:`crawl.content.neardup_judge.NearQuery`) made
+        #: encoded, each with the page's :class:`crawl.content.neardup_judge.NearQuery`) made
         #: by :meth:`process`; the caller takes them.
         self.near_probes: list[str] = []
         self._sent: list[FoundUrl] = []
@@ -445,14 +443,12 @@ class PageProcessor:
             done = (*done, revisit, spent)
         elif revisit is not None:
             done = (*done, revisit)
+        lines = self._route(found, done, result.url, result.cash)
         if not near_query or fingerprint is None or self._warc.last_capture is None:
-            return self._route(found, done, result.url, result.cash)
-        # The page's outcome goes with the query: the near-duplicate stage sends it on with
-        # its verdict, so both reach the crawl DB together.
-        lines = self._route(found, None, result.url, result.cash)
+            return lines
         capture = self._warc.last_capture
         query = NearQuery(
-            result.url, url_vnode(result.url, self._vnodes), done, fingerprint.value,
+            result.url, url_vnode(result.url, self._vnodes), fingerprint.value,
             fingerprint.features, capture.record_id, capture.warc_date, self._sent,
             self._sent_cash,
         ).encode()

@@ -65,6 +65,7 @@ __all__ = [
     "NEARDUP_INDEX",
     "NEARDUP_INDEX_ADDED",
     "NEARDUP_INDEX_FORGOTTEN",
+    "NEARDUP_INDEX_FOUND",
     "NEARDUP_INDEX_HELD_AGAIN",
     "NEARDUP_INDEX_LATE",
     "NEARDUP_INDEX_PROBES",
@@ -261,11 +262,13 @@ NEARDUP_INDEX_ADDED = Figure(NEARDUP_INDEX, "pages.added")
 NEARDUP_INDEX_HELD_AGAIN = Figure(NEARDUP_INDEX, "pages.held_again")
 #: ...and forgotten: a full key's oldest.
 NEARDUP_INDEX_FORGOTTEN = Figure(NEARDUP_INDEX, "pages.forgotten")
-#: Late answers: an earlier page found a later one it is near in a table.
+#: Probes that found an earlier page within the distance under their key...
+NEARDUP_INDEX_FOUND = Figure(NEARDUP_INDEX, "found")
+#: ...and late answers: an earlier page found a later one it is near.
 NEARDUP_INDEX_LATE = Figure(NEARDUP_INDEX, "late_answers")
 
 # The near-duplicate verdicts (operators/neardup.py).
-#: Pages judged.
+#: Answers taken (a page's original found by one of its tables, or a late answer).
 NEARDUP_PAGES_IN = Figure(NEAR_DUPLICATES, "pages.in")
 #: Pages found to be near-duplicates (those marked by a late answer included).
 NEARDUP_PAGES_NEAR_DUPLICATE = Figure(NEAR_DUPLICATES, "pages.near_duplicate")

@@ -38,6 +38,7 @@ from crawl.stages import (
     FETCH_IN_FLIGHT,
     FETCH_QUEUED,
     FETCH_RESULTS,
+    NEARDUP_INDEX_PROBES,
     NEARDUP_PAGES_IN,
     PROCESS_PAGES,
 )
@@ -58,7 +59,7 @@ __all__ = ["StopError", "await_savepoint", "figures_of_view", "stop_job", "wait_
 _PROGRESS_PREFIXES = (
     *(metric_key(family.key) + "_" for family in (FETCH_RESULTS, PROCESS_PAGES, CRAWLDB_URLS)),
     *(metric_key(figure.key) for figure in (CRAWLDB_MERGES, CRAWLDB_RELEASES, DECODE_LINES,
-                                            NEARDUP_PAGES_IN)),
+                                            NEARDUP_INDEX_PROBES, NEARDUP_PAGES_IN)),
 )
 #: Gauges the idle rule reads (metric names), and their keys among the crawl's figures.
 _IDLE_GAUGES = {metric_key(figure.key): figure.key

@@ -1,13 +1,13 @@
 """The near-duplicate verdict stage, and the settings of both near-duplicate stages.
 
 The verdict stage (``neardup-verdicts``) takes the near-duplicate index's answers
-(:mod:`operators.neardup_index`), keyed by the page's WARC record id.
-State, under each page: ``verdict``, a pending verdict (the answers so far) until the last
-answer comes, then what was decided, kept for late answers for an hour after the page's last
-answer (:class:`crawl.content.neardup_judge.NearVerdicts`). Output: loop lines for the crawl DB
-(each page's outcome, and for a near-duplicate its mark and the rescored links). It writes a
-WARC ``metadata`` record about each near-duplicate's response into WARC files of its own
-(prefix ``<warc.prefix>-neardup``), finalising on start what a failed attempt left open.
+(:mod:`operators.neardup_index`: a page's original, found by one of its tables, or a late
+answer), keyed by the page's WARC record id. State, under each page marked: ``verdict``, that it
+was (kept for an hour after its last answer: the answers of its other tables come within
+seconds). Output: loop lines for the crawl DB (the page's mark and its rescored links,
+:class:`crawl.content.neardup_judge.NearVerdicts`). It writes a WARC ``metadata`` record about
+each near-duplicate's response into WARC files of its own (prefix ``<warc.prefix>-neardup``),
+finalising on start what a failed attempt left open.
 
 It runs at the job's parallelism; with ``neardup.enabled`` off it gets nothing.
 """
@@ -36,8 +36,8 @@ __all__ = ["NearDuplicateSettings", "NearVerdictFunction", "neardup_prefix"]
 
 log = logging.getLogger(__name__)
 
-#: How long the verdict stage keeps what it decided about a page after its last answer (late
-#: answers come within the time probes take to reach the index, seconds).
+#: How long the verdict stage keeps that it marked a page after its last answer (the others
+#: come within the time probes take to reach the index, seconds).
 VERDICT_SECONDS = 3600.0
 
 
@@ -55,7 +55,7 @@ class NearDuplicateSettings:
     warc: WarcSection
     #: ``crawl.vnodes``: where each page's outcome goes round the loop.
     vnodes: int
-    #: How long the verdict stage keeps what it decided (0: for ever).
+    #: How long the verdict stage keeps that it marked a page (0: for ever).
     verdict_seconds: float = VERDICT_SECONDS
 
     @classmethod
@@ -64,8 +64,8 @@ class NearDuplicateSettings:
 
 
 class NearVerdictFunction(KeyedProcessFunction):
-    """Gathers each page's answers, judges it and tells the crawl DB (see the module
-    docstring)."""
+    """Marks each page the index found a near-duplicate, once, and tells the crawl DB (see the
+    module docstring)."""
 
     def __init__(self, settings: NearDuplicateSettings, output_dir: str) -> None:
         self._settings = settings
@@ -107,26 +107,18 @@ class NearVerdictFunction(KeyedProcessFunction):
         status = self._status
         try:
             answer = NearAnswer.decode(value)
+            verdict = self._verdicts.take(self._verdict.value(), answer)
         except (ValueError, TypeError) as error:
+            # The index and the process stage write both: said and counted, not a failure
+            # that every restart would replay.
             status.count("answers.bad")
             log.warning("unreadable near-duplicate answer (%s): %.200s", error, value)
             return
-        try:
-            verdict = self._verdicts.take(self._verdict.value(), answer)
-        except (ValueError, TypeError) as error:
-            # A query or a kept verdict that does not read (the process stage and this stage
-            # write both): said and counted, not a failure that every restart would replay.
-            status.count("verdicts.bad")
-            log.warning("unreadable near-duplicate verdict state (%s) for %s", error,
-                        answer.record_id)
-            self._verdict.clear()
-            return
+        status.count(NEARDUP_PAGES_IN.name)
+        if answer.late:
+            status.count("late_answers")
         if verdict.state is not None:
             self._verdict.update(verdict.state)
-        if verdict.judged:
-            status.count(NEARDUP_PAGES_IN.name)
-        if answer.late:
-            status.count("late_answers.ignored" if verdict.late_ignored else "late_answers.taken")
         if verdict.note is not None:
             url, warc_date, record_id, fields = verdict.note
             self._warc.write_note(url, warc_date, record_id, fields)

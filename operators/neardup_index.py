@@ -3,9 +3,10 @@
 It takes the process stage's probes (:class:`crawl.content.neardup_index.NearProbe`, side
 output), keyed by their index key (a permuted table and that table's bits of the fingerprint).
 State, under each key: ``pages``, a ListState of the pages the key holds, oldest first. It
-answers each probe (:func:`crawl.content.neardup_index.look_up`) to the verdict stage
-(:mod:`operators.neardup`), with late answers for later pages the probing page is near, and
-adds the page. It runs at the job's parallelism; with ``neardup.enabled`` off it gets nothing.
+looks each probe up (:func:`crawl.content.neardup_index.look_up`), tells the verdict stage
+(:mod:`operators.neardup`) of the probing page's original if the key holds one, and of later
+pages the probing page is near (late answers), and adds the page. It runs at the job's
+parallelism; with ``neardup.enabled`` off it gets nothing.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from pyflink.common import Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import ListStateDescriptor
 
-from crawl.content.neardup_index import IndexLayout, NearProbe, look_up
+from crawl.content.neardup_index import IndexLayout, NearProbe, answer_is_late, look_up
 from crawl.layout import OutputLayout
 from crawl.progress import StageStatus
 from crawl.stages import (
     NEARDUP_INDEX,
     NEARDUP_INDEX_ADDED,
     NEARDUP_INDEX_FORGOTTEN,
+    NEARDUP_INDEX_FOUND,
     NEARDUP_INDEX_HELD_AGAIN,
     NEARDUP_INDEX_LATE,
     NEARDUP_INDEX_PROBES,
@@ -82,8 +84,10 @@ class NearIndexFunction(KeyedProcessFunction):
             self._pages.update([*found.keep, found.entry])
             status.count(NEARDUP_INDEX_ADDED.name)
             status.count(NEARDUP_INDEX_FORGOTTEN.name, len(entries) - len(found.keep))
-        if found.lates:
-            status.count(NEARDUP_INDEX_LATE.name, len(found.lates))
+        lates = sum(1 for answer in found.answers if answer_is_late(answer))
+        if lates:
+            status.count(NEARDUP_INDEX_LATE.name, lates)
+        if len(found.answers) > lates:
+            status.count(NEARDUP_INDEX_FOUND.name)
         status.busy_seconds += time.thread_time() - began
-        yield found.answer
-        yield from found.lates
+        yield from found.answers

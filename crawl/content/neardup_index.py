@@ -12,17 +12,17 @@ tables keyed by 16 bits: a page sends four :class:`NearProbe` s, one per table; 
 (fewer than ``neardup.min_features`` features, judged by its exact set of features) one, to a
 table of its own keyed by its whole fingerprint.
 
-Each probe is answered (:func:`look_up`) with the nearest, then earliest, earlier page of
-another URL under its key within ``k``, and the page is added there; the verdict stage
-(:mod:`crawl.content.neardup_judge`), keyed by the page's WARC record id, gathers one answer
-per table and takes the best. *Earlier* is fetched earlier: the fetch's start in ms, then the
-record id, the same order in every table whatever order the probes reach them in. Probes of
-two pages fetched at about the same time may reach a table in either order: when the earlier
-page finds the later one already there, it tells the verdict stage of the later page (a late
-answer), which marks that page if it was judged no near-duplicate. So every page gets the
-verdict of a single index that saw the pages in fetch order, at any parallelism: a
-near-duplicate if an earlier page of another URL lies within ``k`` (its original the nearest,
-then earliest one, but for a page marked by a late answer: the first earlier page found).
+Each probe is looked up (:func:`look_up`) for the nearest, then earliest, earlier page of
+another URL under its key within ``k``, and the page is added there. Only a page that has one
+tells the verdict stage (:mod:`crawl.content.neardup_judge`), keyed by the page's WARC record
+id, which marks it once, whichever of its tables finds it first: most pages are no
+near-duplicates, and cost their probes alone. *Earlier* is fetched earlier: the fetch's start in
+ms, then the record id, the same order in every table whatever order the probes reach them in.
+Probes of two pages fetched at about the same time may reach a table in either order: when the
+earlier page finds the later one already there, it tells the verdict stage of the later page
+(a late answer). So a page is found a near-duplicate exactly when a single index that saw the
+pages in fetch order would find it one, at any parallelism; its original is an earlier page
+within ``k``, the nearest then earliest one of the table that found it first.
 
 A page is not added to a table that holds a page of its own URL within ``k`` under the same key
 (a continuous crawl fetches a page again and again; a page that changed little would fill the
@@ -43,6 +43,7 @@ __all__ = [
     "Lookup",
     "NearAnswer",
     "NearProbe",
+    "answer_is_late",
     "answer_key",
     "look_up",
     "page_probes",
@@ -106,16 +107,14 @@ class NearProbe:
 
     key: int
     table: int
-    #: How many probes the page sent: the answers its verdict waits for.
-    probes: int
     fingerprint: int
     short: bool
     started_ms: int
     record_id: str
     warc_date: str
     url: str
-    #: The page's encoded :class:`crawl.content.neardup_judge.NearQuery`, which the first probe
-    #: carries to the verdict stage with its answer ("" in the others).
+    #: The page's encoded :class:`crawl.content.neardup_judge.NearQuery` (what a verdict about
+    #: it needs), which the index passes on with a candidate.
     query: str = ""
 
     @property
@@ -125,25 +124,24 @@ class NearProbe:
     def encode(self) -> str:
         # Tab-separated, the key first (the stage's key selector reads only it). No field holds
         # a tab: URLs are normalised, the query is JSON (which escapes tabs in strings).
-        return (f"{self.key}\t{self.table}\t{self.probes}\t{self.fingerprint:016x}\t"
+        return (f"{self.key}\t{self.table}\t{self.fingerprint:016x}\t"
                 f"{'s' if self.short else ''}\t{self.started_ms}\t{self.record_id}\t"
                 f"{self.warc_date}\t{self.url}\t{self.query}")
 
     @classmethod
     def decode(cls, text: str) -> NearProbe:
-        (key, table, probes, fingerprint, short, started_ms, record_id, warc_date, url,
-         query) = text.split("\t", 9)
-        return cls(int(key), int(table), int(probes), int(fingerprint, 16), short == "s",
-                   int(started_ms), record_id, warc_date, url, query)
+        (key, table, fingerprint, short, started_ms, record_id, warc_date, url,
+         query) = text.split("\t", 8)
+        return cls(int(key), int(table), int(fingerprint, 16), short == "s", int(started_ms),
+                   record_id, warc_date, url, query)
 
 
 def page_probes(layout: IndexLayout, fingerprint: int, short: bool, started_ms: int,
                 record_id: str, warc_date: str, url: str, query: str) -> list[str]:
-    """The encoded probes of one page (the first carries its encoded ``query``)."""
-    tables = layout.probes(fingerprint, short)
-    return [NearProbe(key, table, len(tables), fingerprint, short, started_ms, record_id,
-                      warc_date, url, query if i == 0 else "").encode()
-            for i, (table, key) in enumerate(tables)]
+    """The encoded probes of one page, each with its encoded ``query``."""
+    return [NearProbe(key, table, fingerprint, short, started_ms, record_id, warc_date, url,
+                      query).encode()
+            for table, key in layout.probes(fingerprint, short)]
 
 
 def probe_key(text: str) -> int:
@@ -153,46 +151,45 @@ def probe_key(text: str) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class NearAnswer:
-    """What the index tells the verdict stage about one page (the one of ``record_id``).
+    """What the index tells the verdict stage: the page of ``record_id`` is a near-duplicate
+    of ``original`` (distance, fetch start in ms, record id, URL).
 
-    An answer (``late`` False) is a table's answer to the page's probe: ``original``, the
-    nearest then earliest earlier page within ``k`` (None: none), and ``query`` from the first
-    probe. A late answer names an earlier page that reached a table after this one:
-    ``original`` is it, and ``url``, ``warc_date``, ``fingerprint`` are this page's (what a
-    mark and a note about it need)."""
+    A table found the original for the page's probe (``late`` False): ``query`` is the page's.
+    Or the original reached a table after the page (``late``): ``url``, ``warc_date`` and
+    ``fingerprint`` are the page's (what a mark and a note about it need)."""
 
     record_id: str
     late: bool
-    #: (distance, the original's fetch start in ms, its record id, its URL), or None.
-    original: tuple[int, int, str, str] | None
-    probes: int = 0
+    original: tuple[int, int, str, str]
     query: str = ""
     url: str = ""
     warc_date: str = ""
     fingerprint: int = 0
 
     def encode(self) -> str:
-        original = " ".join(map(str, self.original)) if self.original is not None else ""
+        original = " ".join(map(str, self.original))
         if self.late:
             return (f"{self.record_id}\tl\t{original}\t{self.url}\t{self.warc_date}\t"
                     f"{self.fingerprint:016x}")
-        return f"{self.record_id}\ta\t{original}\t{self.probes}\t{self.query}"
+        return f"{self.record_id}\ta\t{original}\t{self.query}"
 
     @classmethod
     def decode(cls, text: str) -> NearAnswer:
         record_id, kind, original_text, rest = text.split("\t", 3)
-        original = None
-        if original_text:
-            distance, started_ms, original_id, url = original_text.split(" ", 3)
-            original = (int(distance), int(started_ms), original_id, url)
+        distance, started_ms, original_id, url = original_text.split(" ", 3)
+        original = (int(distance), int(started_ms), original_id, url)
         if kind == "l":
             url, warc_date, fingerprint = rest.split("\t")
             return cls(record_id, True, original, url=url, warc_date=warc_date,
                        fingerprint=int(fingerprint, 16))
         if kind != "a":
             raise ValueError(f"not an answer kind: {kind!r}")
-        probes, query = rest.split("\t", 1)
-        return cls(record_id, False, original, int(probes), query)
+        return cls(record_id, False, original, rest)
+
+
+def answer_is_late(text: str) -> bool:
+    """Whether an encoded answer is a late answer."""
+    return text[text.index("\t") + 1] == "l"
 
 
 def answer_key(text: str) -> str:
@@ -204,10 +201,9 @@ def answer_key(text: str) -> str:
 class Lookup:
     """What the index does with one probe."""
 
-    #: The encoded :class:`NearAnswer` for the probing page.
-    answer: str
-    #: Encoded late answers for later pages the probing page is near.
-    lates: list[str]
+    #: Encoded :class:`NearAnswer` s for the verdict stage: the probing page's original, if it
+    #: has one here, and late answers for later pages it is near.
+    answers: list[str]
     #: The entry to add under the key (None: the key holds a page of the URL within k).
     entry: str | None
     #: Entries to keep before ``entry`` when the key is full (None: keep all, append).
@@ -245,8 +241,9 @@ def look_up(entries: Sequence[str], probe: NearProbe, k: int, per_key: int) -> L
             lates.append(NearAnswer(
                 record_id, True, (distance, probe.started_ms, probe.record_id, probe.url),
                 url=url, warc_date=warc_date, fingerprint=int(entry[:16], 16)).encode())
-    answer = NearAnswer(probe.record_id, False, best, probe.probes, probe.query).encode()
+    answers = [NearAnswer(probe.record_id, False, best, probe.query).encode()] if best else []
+    answers += lates
     if held:
-        return Lookup(answer, lates, None)
+        return Lookup(answers, None)
     keep = list(entries[len(entries) - per_key + 1:]) if len(entries) >= per_key else None
-    return Lookup(answer, lates, _entry(probe), keep)
+    return Lookup(answers, _entry(probe), keep)

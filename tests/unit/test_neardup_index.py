@@ -18,12 +18,13 @@ from crawl.content.neardup_index import (
     IndexLayout,
     NearAnswer,
     NearProbe,
+    answer_is_late,
     answer_key,
     look_up,
     page_probes,
     probe_key,
 )
-from crawl.content.neardup_judge import NEAR, NOT_NEAR, NearQuery, NearVerdicts
+from crawl.content.neardup_judge import NEAR, NearQuery, NearVerdicts
 from crawl.loop.records import decode_line, url_vnode
 
 VNODES = 64
@@ -66,26 +67,26 @@ def test_the_default_layout_has_four_tables_of_16_bits_and_room_per_key() -> Non
 
 def test_probes_and_answers_round_trip_and_name_their_keys() -> None:
     query = '["http://a.test/x",3,[]]'
-    (text, *others) = page_probes(IndexLayout(3, 4, 100), 0x1234, False, T0, "<urn:uuid:1>",
-                                  "2026-11-24T00:00:00.000Z", "http://a.test/x", query)
-    probe = NearProbe.decode(text)
-    assert (probe.table, probe.probes, probe.url, probe.query) == (0, 4, "http://a.test/x", query)
-    assert probe_key(text) == probe.key
-    assert [NearProbe.decode(other).query for other in others] == ["", "", ""]
-    for answer in (NearAnswer("<urn:uuid:1>", False, (2, T0, "<urn:uuid:0>", "http://b/ x"), 4,
+    texts = page_probes(IndexLayout(3, 4, 100), 0x1234, False, T0, "<urn:uuid:1>",
+                        "2026-11-24T00:00:00.000Z", "http://a.test/x", query)
+    probes = [NearProbe.decode(text) for text in texts]
+    assert [probe.table for probe in probes] == [0, 1, 2, 3]
+    assert {(probe.url, probe.query) for probe in probes} == {("http://a.test/x", query)}
+    assert [probe_key(text) for text in texts] == [probe.key for probe in probes]
+    for answer in (NearAnswer("<urn:uuid:1>", False, (2, T0, "<urn:uuid:0>", "http://b/ x"),
                               query),
-                   NearAnswer("<urn:uuid:1>", False, None, 4),
                    NearAnswer("<urn:uuid:2>", True, (1, T0, "<urn:uuid:1>", "http://a/"),
                               url="http://c/", warc_date="2026", fingerprint=7)):
         assert NearAnswer.decode(answer.encode()) == answer
         assert answer_key(answer.encode()) == answer.record_id
+        assert answer_is_late(answer.encode()) == answer.late
     with pytest.raises(ValueError, match="not an answer kind"):
-        NearAnswer.decode("id\tz\t\t1\tq")
+        NearAnswer.decode("id\tz\t1 2 <r> http://a/\tq")
 
 
 def _probe(url: str, fingerprint: int, started_ms: int, record: str,
            short: bool = False) -> NearProbe:
-    return NearProbe(0, 0, 4, fingerprint, short, started_ms, record, "2026-11-24", url)
+    return NearProbe(0, 0, fingerprint, short, started_ms, record, "2026-11-24", url, "{q}")
 
 
 def _entry(probe: NearProbe) -> str:
@@ -104,10 +105,10 @@ def test_a_probe_finds_the_nearest_earliest_earlier_page_and_tells_later_ones() 
     unrelated = _entry(_probe("http://a/6", ~base & (2**64 - 1), T0, "<r6>"))
     entries = [later, earlier_near_too, earlier_far, own_url, earlier_near, unrelated]
     found = look_up(entries, _probe("http://a/me", base, T0 + 10, "<r0>"), 3, 100)
-    answer = NearAnswer.decode(found.answer)
-    # The nearest (distance 1), then the earliest of those.
+    answer, late = [NearAnswer.decode(text) for text in found.answers]
+    # The nearest (distance 1), then the earliest of those, with the page's query.
     assert answer.original == (1, T0 + 5, "<r2>", "http://a/2")
-    (late,) = [NearAnswer.decode(text) for text in found.lates]
+    assert (answer.late, answer.query) == (False, "{q}")
     assert late.late
     assert late.record_id == "<r5>"
     assert late.url == "http://a/5"
@@ -124,7 +125,9 @@ def test_a_probe_finds_the_nearest_earliest_earlier_page_and_tells_later_ones() 
     short = [_entry(_probe("http://s/1", 5, T0, "<s1>", True)),
              _entry(_probe("http://s/2", 4, T0, "<s2>", True))]
     found = look_up(short, _probe("http://s/3", 5, T0 + 1, "<s3>", True), 3, 100)
-    assert NearAnswer.decode(found.answer).original == (0, T0, "<s1>", "http://s/1")
+    assert NearAnswer.decode(found.answers[0]).original == (0, T0, "<s1>", "http://s/1")
+    # A page with no earlier one near: nothing to say.
+    assert look_up(short, _probe("http://s/4", 6, T0 + 1, "<s4>", True), 3, 100).answers == []
 
 
 class _Harness:
@@ -155,7 +158,7 @@ class _Harness:
                 if found.entry is not None:
                     self.keys[probe.key] = [*(found.keep if found.keep is not None
                                               else self.keys[probe.key]), found.entry]
-                self.answers[probe.key] += [found.answer, *found.lates]
+                self.answers[probe.key] += found.answers
             else:
                 text = self.answers[self.rng.choice(waiting)].popleft()
                 answer = NearAnswer.decode(text)
@@ -200,27 +203,21 @@ def test_pages_get_the_verdicts_of_one_index_in_fetch_order_whatever_order_probe
     expected: dict[str, bool] = {}
     detector = NearDuplicateDetector(k=3, min_features=section.min_features,
                                      min_exact_features=section.min_exact_features)
-    sent = 0
     for n, (url, fingerprint) in enumerate(pages):
         record = f"<urn:uuid:{n}>"
         verdict = detector.check(url, n, fingerprint)
         if not verdict.judged:
             continue
         expected[url] = verdict.near_duplicate
-        done = (url, "FETCHED", 200, "http:200", T0 + n)
-        query = NearQuery(url, url_vnode(url, VNODES), done, fingerprint.value,
-                          fingerprint.features, record, "2026-11-24T00:00:00.000Z", []).encode()
+        query = NearQuery(url, url_vnode(url, VNODES), fingerprint.value, fingerprint.features,
+                          record, "2026-11-24T00:00:00.000Z", []).encode()
         harness.send(page_probes(harness.layout, fingerprint.value,
                                  fingerprint.features < section.min_features, T0 + n, record,
                                  "2026-11-24T00:00:00.000Z", url, query))
-        sent += 1
         if rng.random() < 0.3:
             harness.run()
     harness.run()
-    # Every page's outcome, once; a mark and a note for each near-duplicate, once.
-    done = [event[0] for line in harness.lines
-            for event in json.loads(decode_line(line)[1]).get("done", [])]
-    assert sorted(done) == sorted(expected)
+    # A mark and a note for each near-duplicate, once; nothing about the other pages.
     marked = [mark[0] for line in harness.lines
               for mark in json.loads(decode_line(line)[1]).get("near", [])]
     assert sorted(marked) == sorted(url for url, near in expected.items() if near)
@@ -230,34 +227,37 @@ def test_pages_get_the_verdicts_of_one_index_in_fetch_order_whatever_order_probe
     for url, original, distance in harness.notes:
         assert fetched[original] < fetched[url]
         assert (prints[url].value ^ prints[original].value).bit_count() == distance <= 3
-    assert set(harness.kept.values()) <= {NEAR, NOT_NEAR}
-    assert len(harness.kept) == sent
+    assert set(harness.kept.values()) == {NEAR}
+    assert len(harness.kept) == len(marked)
 
 
-def test_a_late_answer_marks_a_page_judged_no_near_duplicate_and_only_once() -> None:
-    section = NearDupSection()
+def test_a_page_is_marked_once_its_links_rescored_and_a_late_answer_marks_it_too() -> None:
+    section = NearDupSection(outlink_weight=0.25)
     verdicts = NearVerdicts(section, VNODES, "n0")
     url = "http://b.test/copy"
-    query = NearQuery(url, url_vnode(url, VNODES), (url, "FETCHED", 200, "http:200", T0 + 9),
-                      0xFF, 100, "<b>", "2026-11-24T00:00:00.000Z",
-                      [("http://c.test/", "L", url)]).encode()
-    state = None
-    for n in range(4):
-        verdict = verdicts.take(state, NearAnswer("<b>", False, None, 4, query if n == 2 else ""))
-        state = verdict.state
-    assert state == NOT_NEAR
-    assert verdict.judged
-    assert not verdict.near_duplicate
-    late = NearAnswer("<b>", True, (1, T0, "<a>", "http://a.test/orig"), url=url,
-                      warc_date="2026-11-24T00:00:00.000Z", fingerprint=0xFF)
-    marked = verdicts.take(state, late)
-    assert (marked.state, marked.near_duplicate, marked.original) == (
-        NEAR, True, "http://a.test/orig")
+    query = NearQuery(url, url_vnode(url, VNODES), 0xFF, 100, "<b>", "2026-11-24T00:00:00.000Z",
+                      [("http://c.test/", "L", url)], [0.5]).encode()
+    first = verdicts.take(None, NearAnswer("<b>", False, (2, T0, "<a>", "http://a.test/orig"),
+                                           query))
+    assert (first.state, first.near_duplicate, first.original, first.distance) == (
+        NEAR, True, "http://a.test/orig", 2)
+    parts = {vnode: json.loads(payload) for vnode, payload in map(decode_line, first.lines)}
+    assert parts[url_vnode(url, VNODES)]["near"] == [[url, "http://a.test/orig", 2]]
+    assert "done" not in parts[url_vnode(url, VNODES)]  # the outcome went at once
+    # The copy's link gives back three quarters of the cash it brought.
+    assert parts[url_vnode("http://c.test/", VNODES)]["rescore"] == [
+        ["http://c.test/", "L", url, -0.75, 0.5]]
+    assert first.note == (url, "2026-11-24T00:00:00.000Z", "<b>", [
+        ("nearDuplicateOf", "http://a.test/orig"), ("hammingDistance", "2"),
+        ("simhash", "00000000000000ff")])
+    # Another table's answer, or a late one: marked already.
+    again = verdicts.take(NEAR, NearAnswer("<b>", False, (1, T0, "<z>", "http://z/"), query))
+    assert (again.state, again.lines, again.note) == (None, [], None)
+    late = NearAnswer("<d>", True, (1, T0, "<a>", "http://a.test/orig"), url="http://d.test/",
+                      warc_date="2026-11-24T00:00:00.000Z", fingerprint=0xFE)
+    marked = verdicts.take(None, late)
     ((vnode, payload),) = [decode_line(line) for line in marked.lines]
-    assert vnode == url_vnode(url, VNODES)
-    assert json.loads(payload)["near"] == [[url, "http://a.test/orig", 1]]
-    assert marked.note[:3] == (url, "2026-11-24T00:00:00.000Z", "<b>")
-    again = verdicts.take(NEAR, late)
-    assert (again.state, again.lines, again.note, again.late_ignored) == (None, [], None, True)
-    # Forgotten (an hour on): nothing is said.
-    assert verdicts.take(None, late).late_ignored
+    assert vnode == url_vnode("http://d.test/", VNODES)
+    assert json.loads(payload)["near"] == [["http://d.test/", "http://a.test/orig", 1]]
+    assert marked.note[:3] == ("http://d.test/", "2026-11-24T00:00:00.000Z", "<d>")
+    assert verdicts.take(NEAR, late).lines == []

@@ -1,10 +1,9 @@
-"""Near-duplicates in the job's plain logic: the process stage's queries, the near-duplicate
-stage's verdicts (loop lines, WARC note, stored pages), the crawl DB's marks and rescores, and
-the loop format that carries them."""
+"""Near-duplicates in the job's plain logic: the process stage's probes, the WARC note of a
+verdict, the crawl DB's marks and rescores, and the loop format that carries them (the index
+and the verdicts: tests/unit/test_neardup_index.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
 import uuid
@@ -15,10 +14,10 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawl.archive.crawl_log import CrawlLogWriter
 from crawl.archive.warc import WarcFileWriter, verify_warc_file
-from crawl.config import CrawlDbSection, NearDupSection, PrioritySection
+from crawl.config import CrawlDbSection, PrioritySection
 from crawl.content.neardup import fingerprint_text
-from crawl.content.neardup_index import NearAnswer, NearProbe
-from crawl.content.neardup_judge import NEAR, NOT_NEAR, NearQuery, NearVerdict, NearVerdicts
+from crawl.content.neardup_index import NearProbe
+from crawl.content.neardup_judge import NearQuery
 from crawl.crawldb.partition import FLAG_NEAR_DUPLICATE, CrawlDbPartition, partition_directory
 from crawl.loop.records import LoopRecordError, decode_line, encode_line, parse_record, url_vnode
 from crawl.model import FetchResult
@@ -37,8 +36,7 @@ OTHER = " ".join(f"other{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(12
 def _query(url: str, text: str, outlinks=(), vnode: int | None = None) -> NearQuery:
     fp = fingerprint_text(text)
     return NearQuery(
-        url, url_vnode(url, VNODES) if vnode is None else vnode,
-        (url, "FETCHED", 200, "http:200", T0), fp.value, fp.features,
+        url, url_vnode(url, VNODES) if vnode is None else vnode, fp.value, fp.features,
         f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>", "2026-11-24T00:00:00.000Z",
         list(outlinks),
     )
@@ -55,75 +53,6 @@ def _parts(lines: list[str]) -> dict[int, dict]:
 def test_a_query_round_trips() -> None:
     query = _query("http://a.test/x", ARTICLE, [("http://b.test/", "LL", "http://a.test/x")])
     assert NearQuery.decode(query.encode()) == query
-
-
-def _judged(verdicts: NearVerdicts, query: NearQuery,
-            original: tuple[int, int, str, str] | None = None) -> NearVerdict:
-    """The verdict on ``query`` when its last answer names ``original``."""
-    state = None
-    for n in range(4):
-        verdict = verdicts.take(state, NearAnswer(query.record_id, False,
-                                                  original if n == 3 else None, 4,
-                                                  query.encode() if n == 1 else ""))
-        assert verdict.judged == (n == 3)
-        state = verdict.state
-    return verdict
-
-
-def test_the_first_page_passes_its_outcome_on_and_a_copy_is_marked_and_rescored() -> None:
-    verdicts = NearVerdicts(NearDupSection(outlink_weight=0.25), VNODES, "n0")
-    first = _judged(verdicts, _query("http://a.test/news/1", ARTICLE))
-    assert first.original is None
-    assert first.note is None
-    assert first.state == NOT_NEAR
-    ((vnode, payload),) = _parts(first.lines).items()
-    assert vnode == url_vnode("http://a.test/news/1", VNODES)
-    assert payload["done"] == [["http://a.test/news/1", "FETCHED", 200, "http:200", T0]]
-    assert "near" not in payload
-    links = [("http://c.test/p", "LL", "http://b.test/news/9")]
-    query = dataclasses.replace(
-        _query("http://b.test/news/9", ARTICLE + " extra", links), outlink_cash=[0.2])
-    copy = _judged(verdicts, query, (2, T0, "<urn:uuid:a>", "http://a.test/news/1"))
-    assert (copy.original, copy.distance, copy.state) == ("http://a.test/news/1", 2, NEAR)
-    parts = _parts(copy.lines)
-    own = parts[url_vnode("http://b.test/news/9", VNODES)]
-    assert own["near"] == [["http://b.test/news/9", "http://a.test/news/1", 2]]
-    assert own["done"][0][0] == "http://b.test/news/9"
-    rescored = parts[url_vnode("http://c.test/p", VNODES)]["rescore"]
-    # The copy's link gives back three quarters of the cash it brought.
-    assert rescored == [["http://c.test/p", "LL", "http://b.test/news/9", -0.75, 0.2]]
-    url, warc_date, record_id, fields = copy.note
-    assert (url, warc_date, record_id) == (query.url, query.warc_date, query.record_id)
-    assert fields == [("nearDuplicateOf", "http://a.test/news/1"), ("hammingDistance", "2"),
-                      ("simhash", f"{query.fingerprint:016x}")]
-
-
-def test_the_best_answer_wins_and_a_page_waits_for_its_query() -> None:
-    verdicts = NearVerdicts(NearDupSection(), VNODES, "n0")
-    query = _query("http://b.test/x", ARTICLE)
-    far, near_late, near_early = ((3, T0, "<a>", "http://a/far"),
-                                  (1, T0 + 9, "<b>", "http://a/late"),
-                                  (1, T0 + 2, "<c>", "http://a/early"))
-    state = None
-    for original in (far, near_late, near_early, None):
-        verdict = verdicts.take(state, NearAnswer(query.record_id, False, original, 4))
-        state = verdict.state
-    # Four answers, but the query (with the first probe's answer) is not there yet.
-    assert not verdict.judged
-    assert verdict.lines == []
-    with pytest.raises(json.JSONDecodeError):
-        verdicts.take(state, NearAnswer(query.record_id, False, None, 4, "not a query"))
-    verdict = verdicts.take(state, NearAnswer(query.record_id, False, None, 4, query.encode()))
-    assert verdict.judged
-    assert verdict.original == "http://a/early"
-    # A short page sends one probe.
-    short = _judged_once(verdicts, _query("http://s.test/1", "cheap best offer deal"))
-    assert short.judged
-    assert short.original is None
-
-
-def _judged_once(verdicts: NearVerdicts, query: NearQuery) -> NearVerdict:
-    return verdicts.take(None, NearAnswer(query.record_id, False, None, 1, query.encode()))
 
 
 def test_the_loop_carries_rescores_and_near_marks_and_refuses_bad_ones() -> None:
@@ -152,16 +81,18 @@ def test_the_crawl_db_marks_a_near_duplicate_and_lowers_what_its_links_are_worth
     db.apply([(copy, "L", "http://b.other/"), (link, "LL", "http://b.other/z")], [], T0,
              cash=[0.5, 1.0])
     db.flush(T0 + 1)
-    done = [(copy, "FETCHED", 200, "http:200", T0 + 5)]
-    answer = db.apply([], done, T0 + 10, rescore=[(link, "LL", "http://b.other/z", -0.75, 1.0)],
-                      near=[(copy, "http://c.other/original", 1)])
+    # The outcome comes from the process stage, the mark and the rescores a little later
+    # from the near-duplicate verdicts.
+    db.apply([], [(copy, "FETCHED", 200, "http:200", T0 + 5)], T0 + 10)
+    db.flush(T0 + 20)
+    db.apply([], [], T0 + 30, rescore=[(link, "LL", "http://b.other/z", -0.75, 1.0)],
+             near=[(copy, "http://c.other/original", 1)])
     answer = db.flush(T0 + 2000)
     assert answer.counts[CRAWLDB_URLS_NEAR_DUPLICATE.name] == 1
     assert answer.counts["urls.rescored"] == 1
     assert CRAWLDB_URLS_FOUND.name not in answer.counts
     assert record_of(db, link)["score"] == pytest.approx(0.25)
-    # The mark and the outcome were merged together: once a major merge archives the record
-    # (done for good), it keeps the flag.
+    # Once a major merge archives the record (done for good), it keeps the flag.
     db.drum.merge(now_ms=T0 + 2001, major=True)
     assert db.drum.counters.archived == 1
     archived = [flags for _, values, is_archived in db.drum.items() if is_archived
@@ -186,7 +117,7 @@ def test_a_note_about_a_response_is_a_metadata_record_that_refers_to_it(tmp_path
     assert block == b"nearDuplicateOf: http://b.test/\r\nhammingDistance: 2\r\n"
 
 
-def test_the_process_stage_holds_a_pages_outcome_for_the_near_duplicate_stage(
+def test_the_process_stage_sends_a_pages_outcome_and_its_probes(
     tmp_path: Path,
 ) -> None:
     warc = WarcFileWriter(tmp_path / "warc", "test", 0)
@@ -202,15 +133,16 @@ def test_the_process_stage_holds_a_pages_outcome_for_the_near_duplicate_stage(
     probes = [NearProbe.decode(text) for text in processor.near_probes]
     assert [probe.table for probe in probes] == [0, 1, 2, 3]
     assert {probe.record_id for probe in probes} == {warc.last_capture.record_id}
+    assert len({probe.query for probe in probes}) == 1
     query = NearQuery.decode(probes[0].query)
-    assert query.done == ("http://a.test/news/1", "FETCHED", 200, "http:200", T0)
     assert query.outlinks == [("http://b.test/next", "L", "http://a.test/news/1")]
     assert query.record_id == warc.last_capture.record_id
     assert query.fingerprint == fingerprint_text(ARTICLE).value
-    # The page's own line carries no outcome: the near-duplicate stage sends it.
-    for line in lines:
-        assert "done" not in json.loads(decode_line(line)[1])
-    # Not HTML: no query, the outcome goes at once.
+    # The page's outcome goes at once.
+    assert [event[:5] for line in lines
+            for event in json.loads(decode_line(line)[1]).get("done", [])] == [
+        ["http://a.test/news/1", "FETCHED", 200, "http:200", T0]]
+    # Not HTML: no probes.
     processor.near_probes.clear()
     text = FetchResult(url="http://a.test/t.txt", status=Status.FETCHED, reason="http:200",
                        http_status=200, response_headers=[("Content-Type", "text/plain")],

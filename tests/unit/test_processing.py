@@ -12,8 +12,6 @@ from crawl.archive.crawl_log import CrawlLogWriter, parse_line
 from crawl.archive.warc import WarcFileWriter, verify_warc_file
 from crawl.config import ScopeSection, SitemapsSection
 from crawl.content.links import LinkExtractor
-from crawl.content.neardup_index import NearProbe
-from crawl.content.neardup_judge import NearQuery
 from crawl.content.soft404 import not_found_print
 from crawl.loop.records import decode_line, parse_payload, parse_record
 from crawl.model import FetchResult
@@ -589,13 +587,6 @@ def test_a_payload_archived_before_is_written_as_a_revisit(
         ""]
 
 
-def _query_of(page_processor: PageProcessor) -> NearQuery:
-    """The query of the page just processed (its first probe carries it), taking its probes."""
-    first = NearProbe.decode(page_processor.near_probes[0])
-    page_processor.near_probes.clear()
-    return NearQuery.decode(first.query)
-
-
 def test_a_page_that_repeats_a_few_words_says_so_in_its_outcome(
     make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
 ) -> None:
@@ -608,11 +599,9 @@ def test_a_page_that_repeats_a_few_words_says_so_in_its_outcome(
     def reason(url: str, text: str) -> str:
         body = f"<html><body><p>{text}</p><a href='/next'>next</a></body></html>".encode()
         lines = page_processor.process(dataclasses.replace(_html_result(), url=url, body=body))
-        if not page_processor.near_probes:  # too short to be judged: the outcome goes now
-            [event] = [event for line in lines for event in parse_record(decode_line(line)[1]).done]
-            return event[3]
-        # (The outcome goes with the page's query to the near-duplicate stage.)
-        return _query_of(page_processor).done[3]
+        page_processor.near_probes.clear()
+        [event] = [event for line in lines for event in parse_record(decode_line(line)[1]).done]
+        return event[3]
 
     # (The domain and shape budgets count it as no good page: crawl/crawldb/budgets.py.)
     assert reason("http://farm.test/cheap-best-1.html", stuffed) == "thin:repeated-words"
@@ -645,8 +634,10 @@ def test_a_soft_404_is_archived_and_logged_as_such_and_its_links_not_followed(
     assert [event[3] for event in record.done] == ["soft-404"]
     page = dataclasses.replace(_html_result(), url="http://a.test/news/1.html",
                                not_found=probe.not_found)
-    page_processor.process(page)
-    assert _query_of(page_processor).done[3] == ""
+    lines = page_processor.process(page)
+    assert page_processor.near_probes  # a page: the near-duplicate index has it
+    assert [event[3] for line in lines for event in parse_record(decode_line(line)[1]).done] == [
+        ""]
     page_processor._log.flush()
     page_processor._warc.close()
     logged = [parse_line(line) for line in (tmp_path / "crawl.log").read_text().splitlines()]

@@ -107,6 +107,7 @@ SPELLINGS = {
     "NEARDUP_INDEX_ADDED": "nearindex.pages.added",
     "NEARDUP_INDEX_HELD_AGAIN": "nearindex.pages.held_again",
     "NEARDUP_INDEX_FORGOTTEN": "nearindex.pages.forgotten",
+    "NEARDUP_INDEX_FOUND": "nearindex.found",
     "NEARDUP_INDEX_LATE": "nearindex.late_answers",
     "NEARDUP_PAGES_IN": "neardup.pages.in",
     "NEARDUP_PAGES_NEAR_DUPLICATE": "neardup.pages.near_duplicate",
