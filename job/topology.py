@@ -8,7 +8,7 @@
         HTTP)
         -> key_by(payload digest) process (WARC, revisits, crawl log, links)
            [-> key_by(a permuted table's key, each page probing every table) near-duplicate
-               index -> key_by(page) near-duplicate verdicts (the pages' outcomes)]
+               index -> key_by(page) near-duplicate verdicts (marks)]
         -> loop sink (files back into the loop dir)
 
 Every stage has a name and a stable uid (savepoints map state to operators by uid), both
@@ -123,9 +123,9 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
         .uid(PROCESS.uid)
     )
     # Near-duplicates share no key: the index is keyed by the permuted tables' keys, each page
-    # probing every table, and the verdicts by page. Both stages are there even with
-    # neardup.enabled off (they then get nothing), so that a savepoint taken either way
-    # restores into the other.
+    # probing every table, and the verdicts by page (only pages a table found an original
+    # for). Both stages are there even with neardup.enabled off (they then get nothing), so
+    # that a savepoint taken either way restores into the other.
     neardup = NearDuplicateSettings.from_config(config)
     answers = (
         processed.get_side_output(near_probes)
