@@ -7,8 +7,9 @@ at parallelism N > 1 (``crawl.local_runtime: auto``) the launcher starts instead
 and N TaskManagers of one slot each, every one a JVM of its own with its own interpreter, from
 the Flink distribution inside the installed ``pyflink`` package, and submits the job to it.
 
-The daemons run in the foreground as children of the launcher (``bin/jobmanager.sh`` and
-``bin/taskmanager.sh start-foreground``, which become the JVM), and ask the kernel to kill them
+The daemons run in the foreground as children of the launcher (the JVMs the distribution's
+``bin/jobmanager.sh`` and ``bin/taskmanager.sh start-foreground`` would run, started directly:
+:mod:`job.daemon_command`), and ask the kernel to kill them
 when the launcher dies, so that none is left behind by a crash or a SIGKILL; the launcher stops
 them when the crawl ends. Their configuration directory is the crawl's ``flink-conf/cluster``
 (the crawl's Flink settings, the endpoints bound as a local run binds them, free ports, one slot
@@ -31,6 +32,15 @@ from typing import Any
 import yaml
 
 from crawl.layout import OutputLayout
+from job.daemon_command import (
+    DaemonError,
+    daemon_command,
+    java_command,
+    java_feature_version,
+    log_file_name,
+    resource_parameters,
+    sizing_cache,
+)
 from job.preparation import CrawlError, path_for_embedded_python, pyflink_home
 
 __all__ = [
@@ -110,7 +120,7 @@ def cluster_settings(
     """The ``config.yaml`` of the local cluster: the crawl's Flink ``settings`` (without the
     savepoint a run restores from: that is the job's), one slot a TaskManager, the daemons'
     memory unless the settings size it, the JobManager's RPC port and the REST API's port
-    (``rest_port`` when the settings leave it to Flink, 0), pid files under the crawl, and
+    (``rest_port`` when the settings leave it to Flink, 0), logs under the crawl, and
     :data:`CLUSTER_DEFAULTS` where the settings say nothing. A metric reporter's one port
     becomes a range of one a daemon (the JobManager and ``taskmanagers``): every daemon runs
     the reporter, and all but the first to bind one port would serve nothing."""
@@ -133,7 +143,6 @@ def cluster_settings(
         "jobmanager.rpc.address": _connect_address(settings, "jobmanager.rpc.address"),
         "jobmanager.rpc.port": str(rpc_port),
         "rest.address": _connect_address(settings, "rest.address"),
-        "env.pid.dir": str(layout.flink_conf / "cluster" / "pids"),
         "env.log.dir": str(layout.flink_logs),
     })
     return cluster
@@ -189,6 +198,8 @@ class LocalCluster:
         self._quick_exits: list[int] = []
         self._started = 0
         self._stopping = False
+        self._java: str | None = None
+        self._resources: dict[str, tuple[list[str], list[str]]] = {}
 
     @property
     def rest(self) -> str:
@@ -209,7 +220,7 @@ class LocalCluster:
         lib = self.directory / "lib"
         if self.directory.exists():
             shutil.rmtree(self.directory)
-        for directory in (conf, lib, self.directory / "pids", self.layout.flink_logs):
+        for directory in (conf, lib, self.layout.flink_logs):
             directory.mkdir(parents=True, exist_ok=True)
         home = pyflink_home()
         # A daemon in the foreground logs with log4j-console.properties, to its log file and
@@ -224,16 +235,23 @@ class LocalCluster:
         # PyFlink adds to the class path of the JVMs it starts itself).
         for jar in [*(home / "lib").glob("*.jar"), *(home / "opt").glob("flink-python-*.jar")]:
             (lib / jar.name).symlink_to(jar)
+        # What the scripts export to the daemons.
         environment = {
             **self._environ,
             "FLINK_CONF_DIR": str(conf),
+            "FLINK_BIN_DIR": str(home / "bin"),
             "FLINK_LOG_DIR": str(self.layout.flink_logs),
             "FLINK_LIB_DIR": str(lib),
+            "FLINK_OPT_DIR": str(home / "opt"),
             "FLINK_PLUGINS_DIR": str(home / "plugins"),
             # The embedded Python finds the crawl's environment through PATH (thread mode).
             "PATH": path_for_embedded_python(self._environ.get("PATH", "")),
         }
-        environment.pop("FLINK_HOME", None)  # the scripts find their own distribution
+        for key, variable in (("env.log.max", "MAX_LOG_FILE_NUMBER"),
+                              ("env.log.level", "ROOT_LOG_LEVEL")):
+            if key in self.settings:
+                environment.setdefault(variable, str(self.settings[key]))
+        environment.pop("FLINK_HOME", None)
         return environment
 
     def start(self, timeout: float = START_TIMEOUT_SECONDS) -> None:
@@ -252,8 +270,23 @@ class LocalCluster:
         self._quick_exits = [0] * self.taskmanagers
 
     def _command(self, role: str) -> list[str]:
-        """The command line of a daemon (``role``: jobmanager or taskmanager)."""
-        return ["bash", str(pyflink_home() / "bin" / f"{role}.sh"), "start-foreground"]
+        """The command line of a daemon (``role``: jobmanager or taskmanager): its JVM's, as
+        the distribution's scripts make it (:mod:`job.daemon_command`)."""
+        if self._java is None:
+            self._java = java_command(self.settings, self._environ)
+            home = pyflink_home()
+            try:
+                self._resources = resource_parameters(
+                    self.settings, self.directory / "conf", home / "bin", self.directory / "lib",
+                    self._java, sizing_cache(self._environ), self._environment)
+            except (DaemonError, OSError) as error:
+                raise CrawlError(f"cannot start the local Flink cluster: {error}") from None
+        return daemon_command(
+            role, self.settings, java=self._java,
+            java_version=java_feature_version(self._java, self._environ),
+            conf=self.directory / "conf", lib=self.directory / "lib",
+            log_file=self.layout.flink_logs / log_file_name(role, self._started, self._environ),
+            resources=self._resources[role], environ=self._environment)
 
     def _start_daemon(self, role: str) -> subprocess.Popen[bytes]:
         self._started += 1

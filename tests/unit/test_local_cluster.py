@@ -60,7 +60,6 @@ def test_the_cluster_has_the_crawls_settings_one_slot_a_taskmanager_and_ports_of
     for key, value in {**DEFAULT_MEMORY, **CLUSTER_DEFAULTS}.items():
         assert cluster[key] == value
     assert cluster["env.log.dir"] == str(layout.flink_logs)
-    assert Path(cluster["env.pid.dir"]).is_relative_to(layout.flink_conf)
 
 
 def test_settings_of_flink_conf_are_kept(tmp_path: Path) -> None:
