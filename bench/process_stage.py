@@ -68,7 +68,7 @@ def run(results: list[FetchResult], options: dict, folder: Path) -> float:
     began = time.thread_time()
     for result in results:
         processor.process(result)
-        processor.near_queries.clear()
+        processor.near_probes.clear()
     spent = time.thread_time() - began
     warc.close()
     log.close()

@@ -178,8 +178,9 @@ class NearDuplicateDetector:
     ``k``, ``blocks``: of the :class:`~crawl.content.simhash.SimhashIndex`; ``capacity``: most pages
     held; ``when_full``: ``"evict"`` the older half, or ``"stop"`` adding; ``min_features``:
     fewest features of a page judged by distance, ``min_exact_features`` of a short page judged
-    by its exact set of features. Not thread-safe; one per parallel instance of the job's
-    operator (each sees only the pages routed to it).
+    by its exact set of features. Not thread-safe. The job's index is sharded over keyed state
+    (:mod:`crawl.content.neardup_index`); this one-instance index measures the fingerprint's
+    quality (``bench/neardup_quality.py``) and is what the sharded one is checked against.
     """
 
     def __init__(
