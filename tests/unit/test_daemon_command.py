@@ -58,10 +58,14 @@ def _fake_jdk(tmp_path: Path, record: Path) -> Path:
     return home
 
 
-@pytest.mark.parametrize("role", ["taskmanager", "jobmanager"])
-@pytest.mark.parametrize("opts", [{}, {"env.java.opts.all": "-Dall=1 -Dgc=${FLINK_LOG_PREFIX}.gc",
-                                       "env.java.opts.taskmanager": "-Dtm=1",
-                                       "env.java.default-opts.jobmanager": "-Djm=0"}])
+@pytest.mark.parametrize(("role", "opts"), [
+    # The JobManager with the local cluster's own options for it (the light JVM)...
+    ("jobmanager", {}),
+    # ...and a TaskManager with options of every kind, a variable in one.
+    ("taskmanager", {"env.java.opts.all": "-Dall=1 -Dgc=${FLINK_LOG_PREFIX}.gc",
+                     "env.java.opts.taskmanager": "-Dtm=1",
+                     "env.java.default-opts.taskmanager": "-Dtm=0"}),
+])
 def test_the_command_is_the_one_the_scripts_run(tmp_path: Path, role: str,
                                                 opts: dict[str, str]) -> None:
     cluster, environment = _cluster(tmp_path, **opts)
