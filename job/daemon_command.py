@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 from collections.abc import Mapping
@@ -65,7 +66,7 @@ def java_command(settings: Mapping[str, str], environ: Mapping[str, str]) -> str
 def java_feature_version(java: str, environ: Mapping[str, str]) -> int:
     """The Java feature version (17 for 17.0.15) of ``java``, from its JDK's ``release`` file;
     0 when there is none to read."""
-    found = java if os.sep in java else _which(java, environ)
+    found = java if os.sep in java else shutil.which(java, path=environ.get("PATH"))
     if not found:
         return 0
     try:
@@ -74,14 +75,6 @@ def java_feature_version(java: str, environ: Mapping[str, str]) -> int:
         return 0
     match = re.search(r'^JAVA_VERSION="(?:1\.)?(\d+)', release, re.MULTILINE)
     return int(match.group(1)) if match else 0
-
-
-def _which(program: str, environ: Mapping[str, str]) -> str | None:
-    for directory in environ.get("PATH", "").split(os.pathsep):
-        candidate = Path(directory or ".") / program
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
 
 
 def class_path(lib: Path) -> str:

@@ -199,6 +199,7 @@ class LocalCluster:
         self._started = 0
         self._stopping = False
         self._java: str | None = None
+        self._java_version = 0
         self._resources: dict[str, tuple[list[str], list[str]]] = {}
 
     @property
@@ -274,6 +275,7 @@ class LocalCluster:
         the distribution's scripts make it (:mod:`job.daemon_command`)."""
         if self._java is None:
             self._java = java_command(self.settings, self._environ)
+            self._java_version = java_feature_version(self._java, self._environ)
             home = pyflink_home()
             try:
                 self._resources = resource_parameters(
@@ -283,7 +285,7 @@ class LocalCluster:
                 raise CrawlError(f"cannot start the local Flink cluster: {error}") from None
         return daemon_command(
             role, self.settings, java=self._java,
-            java_version=java_feature_version(self._java, self._environ),
+            java_version=self._java_version,
             conf=self.directory / "conf", lib=self.directory / "lib",
             log_file=self.layout.flink_logs / log_file_name(role, self._started, self._environ),
             resources=self._resources[role], environ=self._environment)
