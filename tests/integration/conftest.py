@@ -6,9 +6,9 @@ child process with its own JVM and MiniCluster), with the synthetic web as their
 Assertions use the web's ground truth, its own request log and the files the crawl wrote,
 never the crawler's figures.
 
-The tests that run their own crawls on the MiniCluster run first, alone. Then the crawls of
-the tests that judge a crawl run ahead of them (``crawls_ahead``,
-:mod:`tests.integration.ahead`) start, two at a time, the long ones first; the test of the
+The tests without a crawl (the JVM's key groups) run first. Then the crawls of the tests
+that judge a crawl run ahead of them (``crawls_ahead``, :mod:`tests.integration.ahead`)
+start, two at a time, the long ones first; the test of the
 first (the continuous crawl, whose revisit timings are the most sensitive to the load) is
 judged first, with just one other crawl beside its own. The tests that submit to a standalone
 cluster (``cluster``) come next, beside the next two crawls ahead, then the other tests of

@@ -16,19 +16,28 @@ sitemaps and pages the crawl must not follow (other hosts', nested too deep, dis
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawl.archive.crawl_log import parse_line
 from crawl.stages import PROCESS, PROCESS_LINKS_REJECTED
-from synthweb import SyntheticWebServer, WebConfig, audit_hostile, audit_log
+from synthweb import (
+    ExpectedCrawl,
+    RequestRecord,
+    SyntheticWebServer,
+    WebConfig,
+    audit_hostile,
+    audit_log,
+)
 from synthweb.hostile import BROKEN_HOST, ROBOTS_STALL_HOST, TRICKLE_HOST
 from synthweb.sitemaps import SITEMAP_HOSTS
+from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import run_crawl_measured
 
 pytestmark = pytest.mark.integration
@@ -47,40 +56,58 @@ TRICKLE_SECONDS = 20.0
 PEAK_RSS_BOUND = 1800 * 2**20
 
 
-@pytest.fixture
-def hostile_web(tmp_path: Path) -> Iterator[SyntheticWebServer]:
+@dataclasses.dataclass
+class HostileCrawl:
+    """The crawl of the hostile web, and what the test judges of it."""
+
+    process: Any
+    summary: dict[str, Any]
+    usage: Any
+    records: list[RequestRecord]
+    expected: ExpectedCrawl
+    out: Path
+
+
+@crawl_ahead("hostile web", long=True)
+def _hostile_crawl(tmp_path: Path) -> HostileCrawl:
     config = WebConfig(seed=7, hosts=12, pages_per_host=8).with_hostile_profile(
         hostile_trickle_seconds=TRICKLE_SECONDS, hostile_robots_stall_seconds=60.0
     ).with_sitemap_profile()
     with SyntheticWebServer(config, tmp_path / "requests.jsonl") as server:
-        yield server
+        web = server.web
+        seeds = web.seeds()
+        expected = web.expected_crawl(seeds, TOKEN)
+        assert expected.hostile is not None
+        # Every name of the web the crawl needs, hostile hosts and hosts off the web (502)
+        # alike, goes to the server, and the sitemap host the crawl must leave alone (so that
+        # a request there would show); the private-DNS name is deliberately not among them.
+        names = sorted(
+            set(expected.robots) | set(expected.hostile.robots) | set(SITEMAP_HOSTS))
+        port = server.proxy_url.rsplit(":", 1)[1]
+        connect_to = ",".join(f"{name}:80:127.0.0.1:{port}" for name in names)
+
+        process, summary, usage = run_crawl_measured(
+            tmp_path, seeds, None,
+            "--delay", str(DELAY), "--idle-seconds", "6",
+            "--set", f"fetch.connect_to={connect_to}",
+            "--set", f"fetch.total_timeout_seconds={TOTAL_TIMEOUT}",
+            timeout=600,
+        )
+        return HostileCrawl(process, summary, usage, server.request_log(), expected,
+                            tmp_path / "out")
 
 
+@pytest.mark.crawl_ahead("hostile web")
 def test_the_crawl_survives_the_hostile_web_stays_polite_and_follows_sitemaps(
-    tmp_path: Path, hostile_web: SyntheticWebServer
+    crawls_ahead: CrawlsAhead,
 ) -> None:
-    web = hostile_web.web
-    seeds = web.seeds()
-    expected = web.expected_crawl(seeds, TOKEN)
-    assert expected.hostile is not None
-    # Every name of the web the crawl needs, hostile hosts and hosts off the web (502) alike,
-    # goes to the server, and the sitemap host the crawl must leave alone (so that a request
-    # there would show); the private-DNS name is deliberately not among them.
-    names = sorted(set(expected.robots) | set(expected.hostile.robots) | set(SITEMAP_HOSTS))
-    port = hostile_web.proxy_url.rsplit(":", 1)[1]
-    connect_to = ",".join(f"{name}:80:127.0.0.1:{port}" for name in names)
-
-    process, summary, usage = run_crawl_measured(
-        tmp_path, seeds, None,
-        "--delay", str(DELAY), "--idle-seconds", "6",
-        "--set", f"fetch.connect_to={connect_to}",
-        "--set", f"fetch.total_timeout_seconds={TOTAL_TIMEOUT}",
-        timeout=600,
-    )
+    crawl: HostileCrawl = crawls_ahead.result("hostile web")
+    process, summary, usage = crawl.process, crawl.summary, crawl.usage
+    expected = crawl.expected
     assert process.returncode == 0, process.stderr[-3000:]
     assert summary["stop_reason"] == "idle"
 
-    records = hostile_web.request_log()
+    records = crawl.records
     # The server's log: robots.txt first on every host, nothing disallowed, no overlap, no
     # gap below the delay, Crawl-delay or 2 x the last response time; every page once, each
     # Retry-After URL twice, each faulty URL once.
@@ -101,7 +128,7 @@ def test_the_crawl_survives_the_hostile_web_stays_polite_and_follows_sitemaps(
     assert not sitemaps.refused & requested
 
     # The crawler's own account: each misbehaviour recorded with its reason.
-    out = tmp_path / "out"
+    out = crawl.out
     lines = [
         parse_line(line)
         for path in (out / "logs").glob("crawl-*.log")

@@ -10,14 +10,24 @@ the best possible half of the web has.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crawl.stages import CRAWL_DB, CRAWLDB_RELEASES, CRAWLDB_URLS_RELEASED
-from synthweb import SyntheticWebServer, WebConfig, audit_log
+from synthweb import (
+    ExpectedCrawl,
+    RequestRecord,
+    SyntheticWeb,
+    SyntheticWebServer,
+    WebConfig,
+    audit_log,
+)
+from tests.integration.ahead import CrawlsAhead, crawl_ahead
 from tests.integration.crawl_runner import run_crawl
 
 pytestmark = pytest.mark.integration
@@ -30,9 +40,21 @@ WEB = WebConfig(seed=5, hosts=20, pages_per_host=80, popular_pages=40,
                 cross_host_link_share=0.05, showcase=False)
 
 
-def test_with_half_the_web_as_budget_the_better_linked_pages_are_fetched_first(
-    tmp_path: Path,
-) -> None:
+@dataclasses.dataclass
+class PriorityCrawl:
+    """The budgeted crawl, and what the test judges of it."""
+
+    process: Any
+    summary: dict[str, Any]
+    records: list[RequestRecord]
+    web: SyntheticWeb
+    expected: ExpectedCrawl
+    budget: int
+    out: Path
+
+
+@crawl_ahead("half the web as budget", long=True)
+def _priority_crawl(tmp_path: Path) -> PriorityCrawl:
     with SyntheticWebServer(WEB, tmp_path / "requests.jsonl") as server:
         web = server.web
         seeds = web.seeds(2)
@@ -44,7 +66,17 @@ def test_with_half_the_web_as_budget_the_better_linked_pages_are_fetched_first(
             "--set", "priority.host_window=2",
             timeout=600,
         )
-        records = server.request_log()
+        return PriorityCrawl(process, summary, server.request_log(), web, expected, budget,
+                             tmp_path / "out")
+
+
+@pytest.mark.crawl_ahead("half the web as budget")
+def test_with_half_the_web_as_budget_the_better_linked_pages_are_fetched_first(
+    crawls_ahead: CrawlsAhead,
+) -> None:
+    crawl: PriorityCrawl = crawls_ahead.result("half the web as budget")
+    process, summary, records = crawl.process, crawl.summary, crawl.records
+    web, expected, budget = crawl.web, crawl.expected, crawl.budget
     assert process.returncode == 0, process.stderr[-3000:]
     assert summary["stop_reason"] == "page budget reached"
     # Polite and each page once (robots.txt first, nothing disallowed, no overlap, spacing).
@@ -81,6 +113,6 @@ def test_with_half_the_web_as_budget_the_better_linked_pages_are_fetched_first(
     assert first >= 3 * last, (first, last)
 
     crawldb = json.loads(
-        (tmp_path / "out" / "status" / f"{CRAWL_DB.figures}-00000.json").read_text())
+        (crawl.out / "status" / f"{CRAWL_DB.figures}-00000.json").read_text())
     assert crawldb["counters"][CRAWLDB_RELEASES.name] > 0
     assert crawldb["counters"][CRAWLDB_URLS_RELEASED.name] >= budget
