@@ -10,7 +10,10 @@ fetched in the first ``--window`` seconds after the first request. With ``--base
 second checkout is measured in the same rounds, alternated (A B B A ...), and the ratios of the
 medians are printed.
 
-Usage: ``python bench/start_time.py --runs 5 [--baseline /path/to/other/checkout]``.
+At ``--parallelism`` N above 1 the crawl runs on the local cluster the command starts (a
+JobManager and N TaskManagers), whose start is then part of every figure.
+
+Usage: ``python bench/start_time.py --runs 5 [--parallelism 2] [--baseline /other/checkout]``.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def one_crawl(args: argparse.Namespace, checkout: Path) -> dict[str, Any]:
                 sys.executable, "-m", "job", "crawl", "--seeds", str(seeds),
                 "--out", str(work / "out"), "--proxy", server.proxy_url,
                 "--delay", str(args.delay), "--idle-seconds", "6",
-                "--max-pages", str(args.budget),
+                "--max-pages", str(args.budget), "--parallelism", str(args.parallelism),
             ]
             env = {**os.environ, "PYTHONPATH": str(checkout)}
             started = time.time()
@@ -82,6 +85,8 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--window", type=float, default=5.0)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--parallelism", type=int, default=1,
+                        help="the crawl's parallelism (above 1: on the local cluster)")
     parser.add_argument("--baseline", type=Path, help="another checkout, measured alongside")
     args = parser.parse_args()
     checkouts = {"ours": _REPOSITORY}

@@ -13,6 +13,10 @@ executable and the jars of the class path, so another JDK or another Flink makes
 archive; the JVM checks the archive itself besides, and one that does not fit (or is damaged)
 is ignored, never an error: the JVM then loads its classes as usual.
 
+The daemons of the local cluster a crawl at a parallelism above 1 starts
+(:mod:`job.local_cluster`) have archives of their own, one for the JobManager and one for the
+TaskManagers (:func:`daemon_class_archive`), written and taken the same way.
+
 Archives live in ``$XDG_CACHE_HOME`` (or ``~/.cache``) under ``pyflink-crawler/class-archives``
 (about 110 MB each; at most :data:`KEEP_ARCHIVES`, those used longest ago deleted first, and
 any unused for :data:`KEEP_UNUSED_DAYS`).
@@ -33,7 +37,7 @@ from pathlib import Path
 __all__ = [
     "ARCHIVE_VARIABLE", "KEEP_ARCHIVES", "KEEP_UNUSED_DAYS", "SETTLE_SECONDS",
     "archive_directory", "archive_key",
-    "class_archive_options", "java_executable",
+    "class_archive_options", "daemon_class_archive", "java_executable",
 ]
 
 #: The environment variable that turns the archive off ("off") or names its directory.
@@ -41,8 +45,9 @@ ARCHIVE_VARIABLE = "PYFLINK_CRAWLER_CLASS_ARCHIVE"
 #: An archive written at a JVM's exit is taken as complete once it is this old.
 SETTLE_SECONDS = 30.0
 #: Archives kept at most, the key's own included: those of other keys (another JDK, another
-#: Flink) used longest ago go first...
-KEEP_ARCHIVES = 3
+#: Flink) used longest ago go first (an installation has three: the launcher's JVM's and one
+#: for each kind of daemon of the local cluster)...
+KEEP_ARCHIVES = 6
 #: ...and any not used for this long.
 KEEP_UNUSED_DAYS = 30
 #: The JVM says nothing of its archive: one that does not fit is simply not used.
@@ -80,13 +85,14 @@ def archive_key(java: Path, jars: Iterable[Path]) -> str:
 
 
 def class_archive_options(
-    directory: Path, key: str, *, pid: int | None = None, now: float | None = None
+    directory: Path, key: str, *, writer: str | int | None = None, now: float | None = None
 ) -> list[str]:
     """The JVM options of a run with the archive of ``key`` in ``directory``: map it when it
     is there (or a complete one written at an earlier JVM's exit, renamed to it now), else
-    write it at this JVM's exit, unless another JVM wrote one a moment ago; [] when the
-    directory cannot be used."""
-    pid = os.getpid() if pid is None else pid
+    write it at this JVM's exit (a file named after ``writer``, this process by default:
+    each JVM that may write one at once needs its own), unless another JVM wrote one a moment
+    ago; [] when the directory cannot be used."""
+    writer = os.getpid() if writer is None else writer
     now = time.time() if now is None else now
     final = directory / f"{key}.jsa"
     try:
@@ -97,7 +103,8 @@ def class_archive_options(
             if written and not settled:
                 return []  # a JVM has just written one (or writes it now): the next run takes it
             if not settled:
-                return [f"-XX:ArchiveClassesAtExit={directory / f'{key}.{pid}.jsa.tmp'}", *_QUIET]
+                written_at_exit = directory / f"{key}.{writer}.jsa.tmp"
+                return [f"-XX:ArchiveClassesAtExit={written_at_exit}", *_QUIET]
             os.replace(settled[0], final)
             for extra in settled[1:]:
                 extra.unlink(missing_ok=True)
@@ -106,6 +113,28 @@ def class_archive_options(
     except OSError:
         return []
     return [f"-XX:SharedArchiveFile={final}", *_QUIET]
+
+
+def daemon_class_archive(
+    environ: Mapping[str, str], java: str, lib: Path, role: str, writer: str
+) -> list[str]:
+    """The JVM options of the archive of a local cluster's daemon (``role``: jobmanager or
+    taskmanager, each with an archive of its own, as each loads classes of its own) started
+    with ``java`` and the jars of ``lib`` as its class path, or [] without one. The jars
+    there are links to the installed Flink's: the key is that of the jars they lead to, so
+    that the daemons of every crawl share one archive (the JVM finds the class path it was
+    written with in the links, which lead to the same files). ``writer`` names the file a
+    daemon writes at its exit when there is no archive yet."""
+    directory = archive_directory(environ)
+    found = shutil.which(java, path=environ.get("PATH")) if directory is not None else None
+    if directory is None or found is None:
+        return []
+    try:
+        jars = [path.resolve() for path in lib.glob("*.jar")]
+        key = f"{archive_key(Path(found).resolve(), jars)}-{role}"
+    except OSError:
+        return []
+    return class_archive_options(directory, key, writer=writer)
 
 
 def _forget_unused(directory: Path, key: str, now: float) -> None:

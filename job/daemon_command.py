@@ -24,7 +24,7 @@ import shlex
 import shutil
 import socket
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -161,14 +161,16 @@ def _options(text: str) -> list[str]:
 def daemon_command(
     role: str, settings: Mapping[str, str], *, java: str, java_version: int, conf: Path,
     lib: Path, log_file: Path, resources: tuple[list[str], list[str]],
-    environ: Mapping[str, str],
+    environ: Mapping[str, str], class_archive: Sequence[str] = (),
 ) -> list[str]:
     """The command ``bin/<role>.sh start-foreground`` runs for ``role`` (jobmanager or
     taskmanager) with the configuration directory ``conf`` and the class path of ``lib``:
     ``java``, the JVM's options (``resources``' memory options; ``env.java.default-opts.*``
     and ``env.java.opts.*``, or the
     ``FLINK_ENV_JAVA_OPTS`` variables as the scripts take them), the log settings (the log to
-    ``log_file``), the main class and its arguments (``resources``' dynamic settings)."""
+    ``log_file``), the main class and its arguments (``resources``' dynamic settings). The
+    options of a ``class_archive`` (:func:`job.class_archive.daemon_class_archive`), which the
+    scripts do not have, go after the JVM's other options."""
     # (taskmanager.sh would add G1 when no options are set, but config.sh has always set some
     # by then: the JVM's own default collector it is.)
     jvm_args = shlex.split(environ.get("JVM_ARGS", ""))
@@ -203,7 +205,8 @@ def daemon_command(
     # (The scripts put a JobManager's dynamic settings first, a TaskManager's last.)
     arguments = (["--configDir", str(conf), *dynamic] if role == "taskmanager"
                  else [*dynamic, "--configDir", str(conf)])
-    return [java, *jvm_args, *options, *console_log, "-classpath", class_path(lib),
+    return [java, *jvm_args, *options, *class_archive, *console_log,
+            "-classpath", class_path(lib),
             MAIN_CLASS[role], *arguments]
 
 

@@ -11,7 +11,8 @@ The daemons run in the foreground as children of the launcher (the JVMs the dist
 ``bin/jobmanager.sh`` and ``bin/taskmanager.sh start-foreground`` would run, started directly:
 :mod:`job.daemon_command`), and ask the kernel to kill them
 when the launcher dies, so that none is left behind by a crash or a SIGKILL; the launcher stops
-them when the crawl ends. Their configuration directory is the crawl's ``flink-conf/cluster``
+them when the crawl ends. Each kind of daemon maps a class archive of its own between crawls
+(:mod:`job.class_archive`). Their configuration directory is the crawl's ``flink-conf/cluster``
 (the crawl's Flink settings, the endpoints bound as a local run binds them, free ports, one slot
 a TaskManager), their logs go to ``logs/flink`` with the client's.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import shutil
 import signal
 import socket
@@ -32,6 +34,7 @@ from typing import Any
 import yaml
 
 from crawl.layout import OutputLayout
+from job.class_archive import daemon_class_archive
 from job.daemon_command import (
     DaemonError,
     daemon_command,
@@ -283,12 +286,15 @@ class LocalCluster:
                     self._java, sizing_cache(self._environ), self._environment)
             except (DaemonError, OSError) as error:
                 raise CrawlError(f"cannot start the local Flink cluster: {error}") from None
+        lib = self.directory / "lib"
         return daemon_command(
             role, self.settings, java=self._java,
             java_version=self._java_version,
-            conf=self.directory / "conf", lib=self.directory / "lib",
+            conf=self.directory / "conf", lib=lib,
             log_file=self.layout.flink_logs / log_file_name(role, self._started, self._environ),
-            resources=self._resources[role], environ=self._environment)
+            resources=self._resources[role], environ=self._environment,
+            class_archive=daemon_class_archive(self._environ, self._java, lib, role,
+                                               f"{os.getpid()}-{self._started}"))
 
     def _start_daemon(self, role: str) -> subprocess.Popen[bytes]:
         self._started += 1

@@ -33,7 +33,7 @@ def _age(path: Path, seconds: float) -> None:
 
 
 def test_the_first_run_asks_its_jvm_to_write_the_archive_at_exit(tmp_path: Path) -> None:
-    options = class_archive_options(tmp_path / "archives", KEY, pid=4242, now=NOW)
+    options = class_archive_options(tmp_path / "archives", KEY, writer=4242, now=NOW)
     written = _option(options, "ArchiveClassesAtExit")
     assert written == str(tmp_path / "archives" / f"{KEY}.4242.jsa.tmp")
     assert _option(options, "SharedArchiveFile") is None
@@ -43,15 +43,15 @@ def test_the_first_run_asks_its_jvm_to_write_the_archive_at_exit(tmp_path: Path)
 def test_a_run_soon_after_leaves_the_archive_being_written_alone(tmp_path: Path) -> None:
     (tmp_path / f"{KEY}.4242.jsa.tmp").write_bytes(b"being written")
     _age(tmp_path / f"{KEY}.4242.jsa.tmp", SETTLE_SECONDS / 2)
-    assert class_archive_options(tmp_path, KEY, pid=5, now=NOW) == []
+    assert class_archive_options(tmp_path, KEY, writer=5, now=NOW) == []
 
 
 def test_a_settled_archive_becomes_the_key_s_and_is_mapped(tmp_path: Path) -> None:
-    for pid in (11, 12):
-        path = tmp_path / f"{KEY}.{pid}.jsa.tmp"
-        path.write_bytes(f"archive of {pid}".encode())
+    for writer in (11, 12):
+        path = tmp_path / f"{KEY}.{writer}.jsa.tmp"
+        path.write_bytes(f"archive of {writer}".encode())
         _age(path, SETTLE_SECONDS + 1)
-    options = class_archive_options(tmp_path, KEY, pid=5, now=NOW)
+    options = class_archive_options(tmp_path, KEY, writer=5, now=NOW)
     final = tmp_path / f"{KEY}.jsa"
     assert _option(options, "SharedArchiveFile") == str(final)
     assert _option(options, "ArchiveClassesAtExit") is None
@@ -59,7 +59,7 @@ def test_a_settled_archive_becomes_the_key_s_and_is_mapped(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == [final.name]  # the other one gone
     # The runs after map it too, and it is marked as used.
     _age(final, 3600)
-    assert _option(class_archive_options(tmp_path, KEY, pid=6, now=NOW),
+    assert _option(class_archive_options(tmp_path, KEY, writer=6, now=NOW),
                    "SharedArchiveFile") == str(final)
     assert final.stat().st_mtime == NOW
 
@@ -76,7 +76,7 @@ def test_archives_of_other_keys_go_once_unused_for_long(tmp_path: Path) -> None:
     _age(recent, 86_400)
     _age(writing, 10)
     (tmp_path / f"{KEY}.jsa").write_bytes(b"ours")
-    class_archive_options(tmp_path, KEY, pid=5, now=NOW)
+    class_archive_options(tmp_path, KEY, writer=5, now=NOW)
     assert not old.exists()
     assert not left.exists()
     assert recent.exists()
@@ -89,7 +89,7 @@ def test_at_most_a_few_archives_are_kept_those_used_last(tmp_path: Path) -> None
         path.write_bytes(b"x")
         _age(path, age * 60)  # used a minute, two minutes ... ago
     (tmp_path / f"{KEY}.jsa").write_bytes(b"ours")
-    class_archive_options(tmp_path, KEY, pid=5, now=NOW)
+    class_archive_options(tmp_path, KEY, writer=5, now=NOW)
     assert sorted(p.name for p in tmp_path.glob("*.jsa")) == sorted(
         [f"{KEY}.jsa", *(p.name for p in others[:KEEP_ARCHIVES - 1])])
 
@@ -97,7 +97,7 @@ def test_at_most_a_few_archives_are_kept_those_used_last(tmp_path: Path) -> None
 def test_a_directory_that_cannot_be_used_means_no_archive(tmp_path: Path) -> None:
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    assert class_archive_options(blocked / "archives", KEY, pid=5, now=NOW) == []
+    assert class_archive_options(blocked / "archives", KEY, writer=5, now=NOW) == []
 
 
 def test_the_directory_follows_the_environment() -> None:
