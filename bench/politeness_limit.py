@@ -31,6 +31,9 @@ over the limit at 50 and 75 %, ours over Scrapy at 50 % and in CPU per page; med
 rounds), and draws pages/s over time (``--plot-window`` seconds a point) of each crawler's
 first round and of the limit (``--svg``).
 
+With ``--baseline CHECKOUT`` another checkout of our crawler crawls the same web in the same
+rounds (the crawlers alternated), and the ratios of ours to it are printed too.
+
 Usage: ``python bench/politeness_limit.py --hosts 200 --runs 2 --svg pages_per_s.svg``.
 """
 
@@ -182,8 +185,9 @@ def one_round(args: argparse.Namespace, crawler: str) -> dict[str, Any]:
         config = WebConfig(seed=args.web_seed, hosts=args.hosts)
         with SyntheticWebServer(config, work / "requests.jsonl") as server:
             seeds = server.web.seeds()
-            if crawler == "ours":
-                figures = run_ours(server.proxy_url, seeds, args, work, _REPOSITORY,
+            if crawler in ("ours", "baseline"):
+                checkout = _REPOSITORY if crawler == "ours" else args.baseline
+                figures = run_ours(server.proxy_url, seeds, args, work, checkout,
                                    tuple(args.set))
             else:
                 from scrapy_baseline import run_scrapy  # Scrapy is needed only here
@@ -287,6 +291,16 @@ def report(rows: dict[str, list[dict[str, Any]]], limit: dict[str, float | None]
     for share in ("50%", "75%"):
         ratios[f"ours/limit at {share}"] = _median(
             [_ratio(row["time_to"][share], limit[share]) for row in ours])
+    if "baseline" in rows:
+        pairs = list(zip(ours, rows["baseline"], strict=True))
+        for share in ("25%", "50%", "75%"):
+            ratios[f"ours/baseline time to {share}"] = _median(
+                [_ratio(a["time_to"][share], b["time_to"][share]) for a, b in pairs])
+        ratios["ours/baseline first window pages/s"] = _median(
+            [_ratio((a["pages_per_s"] or [0.0])[0], (b["pages_per_s"] or [0.0])[0])
+             for a, b in pairs])
+        ratios["ours/baseline CPU per page"] = _median(
+            [_ratio(a["cpu_ms_per_page"], b["cpu_ms_per_page"]) for a, b in pairs])
     if "scrapy" in rows:
         pairs = list(zip(ours, rows["scrapy"], strict=True))
         ratios["ours/scrapy time to 50%"] = _median(
@@ -313,6 +327,8 @@ def main() -> None:
     parser.add_argument("--plot-window", type=float, default=1.0,
                         help="seconds a pages/s window in the chart")
     parser.add_argument("--no-scrapy", action="store_true", help="leave Scrapy out")
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout of our crawler, crawled in the same rounds")
     parser.add_argument("--svg", type=Path, help="draw pages/s over time here")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     args = parser.parse_args()
@@ -332,7 +348,10 @@ def main() -> None:
           f"{len(expected.crawl_delays)} hosts with a Crawl-delay, delay {args.delay} s; "
           f"politeness limit {limit}; with discovery {discovery}", flush=True)
 
-    crawlers = ["ours"] + ([] if args.no_scrapy else ["scrapy"])
+    if args.baseline:
+        args.baseline = args.baseline.resolve()
+    crawlers = (["ours"] + (["baseline"] if args.baseline else [])
+                + ([] if args.no_scrapy else ["scrapy"]))
     rows = alternate(crawlers, args.runs, lambda crawler: one_round(args, crawler))
     ratios = report(rows, limit, discovery)
     if args.svg:

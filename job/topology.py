@@ -54,7 +54,7 @@ from operators.process import ProcessFunction
 __all__ = ["LOOP_POLL_MS", "build_topology"]
 
 #: How often the loop lister looks for new committed files.
-LOOP_POLL_MS = 500
+LOOP_POLL_MS = 100
 
 
 def build_topology(env: StreamExecutionEnvironment, config: Config, layout: OutputLayout) -> None:
@@ -62,7 +62,7 @@ def build_topology(env: StreamExecutionEnvironment, config: Config, layout: Outp
     output = str(layout.root)
     loop_dir = str(layout.loop)
 
-    # The loop source: a tick twice a second (Flink's datagen table source: PyFlink has no
+    # The loop source: a tick ten times a second (Flink's datagen table source: PyFlink has no
     # unbounded DataStream source to take a rate from) makes one lister list the loop
     # directory; each new file goes by name to the reader keyed by it (operators/loop_reader.py).
     tables = StreamTableEnvironment.create(env)

@@ -233,7 +233,7 @@ class CrawlDbFunction(KeyedProcessFunction):
         too: they are recorded by the next merge) or URLs must be released. Timers are
         checkpointed, so a partition whose URLs wait is woken after a restore too."""
         due = now + self._flush_ms if partition.buffered else None
-        release = partition.next_release_ms(now)
+        release = partition.release_wake_ms(now)
         if release is not None:
             due = release if due is None else min(due, release)
         if due is None:

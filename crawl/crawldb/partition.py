@@ -99,6 +99,12 @@ __all__ = [
     "partition_of",
 ]
 
+#: How long the operator lets a release wait after the first operation since the last
+#: release (:meth:`CrawlDbPartition.release_wake_ms`; it matters when that release was
+#: ``release_seconds`` or more ago: after a quiet spell, or at the crawl's start): the lines of
+#: a loop file come in network buffers up to 100 ms apart (Flink's buffer timeout), and a
+#: release made from the first alone would leave the rest a release interval later.
+RELEASE_GATHER_MS = 150
 #: A referring URL longer than this is cut in the stored payload (it is only for the log).
 MAX_VIA_BYTES = 4096
 
@@ -309,6 +315,9 @@ class CrawlDbPartition:
         self._last_release_ms = 0
         # A partition just opened (or restored) releases once before it knows what waits.
         self._ops_since_release = 1
+        # When the first operation since the last release came (0: none, or only replayed
+        # ones, which a restored partition releases at once).
+        self._first_op_ms = 0
         self._pending = 0
         self._release_again = False
         self._deferred: dict[str, int] = {}
@@ -397,7 +406,9 @@ class CrawlDbPartition:
         if not self._releasing:
             return None
         earliest = self._last_release_ms + self._release_interval_ms
-        if self._release_again or self._ops_since_release:
+        if self._release_again:
+            return max(now_ms, earliest)
+        if self._ops_since_release:
             return max(now_ms, earliest)
         wake = []
         if self._next_due_ms is not None:
@@ -407,6 +418,17 @@ class CrawlDbPartition:
                 return max(now_ms, earliest)
             wake.append(max(now_ms + self._release_ms, earliest))
         return min(wake) if wake else None
+
+    def release_wake_ms(self, now_ms: int) -> int | None:
+        """When the operator should wake this partition for its next release: at
+        :meth:`next_release_ms`, but no sooner than :data:`RELEASE_GATHER_MS` after the first
+        operation since the last release, so that the operations that come together (a loop
+        file's lines, in network buffers up to 100 ms apart) go in one release when they come
+        after a quiet spell or at the crawl's start."""
+        due = self.next_release_ms(now_ms)
+        if due is not None and self._ops_since_release and self._first_op_ms:
+            due = max(due, self._first_op_ms + RELEASE_GATHER_MS)
+        return due
 
     # ------------------------------------------------------------------ operations
 
@@ -547,6 +569,8 @@ class CrawlDbPartition:
         self._found_lastmod += _seconds_of(record.lastmod, found, len(rescore))
         self._order.extend([False] * len(done))
         self._order.extend([True] * count)
+        if (done or count) and not self._first_op_ms:
+            self._first_op_ms = now_ms
         self._ops_since_release += len(done) + count
 
     def _to_drum(self, now_ms: int, answer: Answer) -> list[MergeResult]:
@@ -692,6 +716,7 @@ class CrawlDbPartition:
                 due = result.due
                 self._last_release_ms = now_ms
                 self._ops_since_release = 0
+                self._first_op_ms = 0
                 # Deferred URLs wait for their budget to grow: they do not keep the crawl busy.
                 # URLs below the budget cutoff wait for better ones to go: they are pending.
                 below_cutoff = due.held_by_rank if self._cutoff_binding else 0

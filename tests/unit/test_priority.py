@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from crawl.config import CrawlDbSection, PrioritySection
-from crawl.crawldb.partition import CrawlDbPartition, partition_directory
+from crawl.crawldb.partition import RELEASE_GATHER_MS, CrawlDbPartition, partition_directory
 from crawl.fetch_requests import decode_entries
 from crawl.frontier.host_queue import DictStore, HostQueue, QueueEntry
 from crawl.processing import RecentUrls
@@ -249,6 +249,40 @@ def test_seeds_go_before_links_and_a_restore_does_not_release_twice(directory: s
     assert restored.next_release_ms(T0 + 5) == T0 + 5  # a restored partition looks once
     assert _batches(restored.flush(T0 + 5)) == {}  # the window is full
     assert restored.pending == 1
+
+
+def test_urls_that_come_together_after_a_quiet_spell_go_in_one_release(
+    directory: str,
+) -> None:
+    state = KeyedState()
+    db = CrawlDbPartition(directory, SECTION, priority=PRIORITY, timer=_no_time)
+    # The crawl's start: the seed file's lines come a few network buffers apart. A release
+    # is allowed at once, but the operator wakes the partition once the rest may have come.
+    state.apply(db, [("http://a.example/", "", "")], [], T0)
+    assert db.next_release_ms(T0) == T0
+    assert db.release_wake_ms(T0) == T0 + RELEASE_GATHER_MS
+    state.apply(db, [("http://b.example/", "", "")], [], T0 + 90)
+    assert db.release_wake_ms(T0 + 90) == T0 + RELEASE_GATHER_MS  # from the first one
+    first = _batches(state.flush(db, T0 + RELEASE_GATHER_MS))
+    assert set(first) == {"a.example", "b.example"}  # both in the one release
+    released = T0 + RELEASE_GATHER_MS
+    # While the crawl runs, the release interval binds, not the gathering.
+    links = [(f"http://a.example/{i}", "L", "http://a.example/") for i in range(3)]
+    done = [("http://a.example/", "FETCHED", 200, "http:200", released + 200, None, 10.0)]
+    state.apply(db, links, done, released + 300, cash=[1.0, 2.0, 3.0])
+    assert db.release_wake_ms(released + 300) == released + 1000
+    assert [item[0] for item in _batches(state.flush(db, released + 1000))["a.example"]] == [
+        "http://a.example/2", "http://a.example/1"]  # its window of two, best first
+    # A quiet spell: the next URLs wait for the rest of theirs, then go.
+    quiet = released + 10_000
+    state.apply(db, [("http://c.example/", "L", "http://x.other/")], [], quiet, cash=[0.5])
+    state.apply(db, [("http://d.example/", "L", "http://x.other/")], [], quiet + 40,
+                cash=[0.5])
+    assert db.release_wake_ms(quiet + 40) == quiet + RELEASE_GATHER_MS
+    assert set(_batches(state.flush(db, quiet + RELEASE_GATHER_MS))) == {"c.example",
+                                                                       "d.example"}
+    # Without new operations, nothing to wait for.
+    assert db.release_wake_ms(quiet + 200) is None
 
 
 def test_without_priority_new_urls_go_at_once_in_the_order_found(directory: str) -> None:
