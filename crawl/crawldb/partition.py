@@ -101,9 +101,10 @@ __all__ = [
 
 #: How long the operator lets a release wait after the first operation since the last
 #: release (:meth:`CrawlDbPartition.release_wake_ms`; it matters when that release was
-#: ``release_seconds`` or more ago: after a quiet spell, or at the crawl's start): the lines of
-#: a loop file come in network buffers up to 100 ms apart (Flink's buffer timeout), and a
-#: release made from the first alone would leave the rest a release interval later.
+#: ``release_seconds`` or more ago, as after the seeds' release): the lines of a loop file
+#: come in network buffers up to 100 ms apart (Flink's buffer timeout), and a release made
+#: from the first alone would leave the rest a release interval later. (Not the first
+#: release: the seeds go at once.)
 RELEASE_GATHER_MS = 150
 #: A referring URL longer than this is cut in the stored payload (it is only for the log).
 MAX_VIA_BYTES = 4096
@@ -315,8 +316,8 @@ class CrawlDbPartition:
         self._last_release_ms = 0
         # A partition just opened (or restored) releases once before it knows what waits.
         self._ops_since_release = 1
-        # When the first operation since the last release came (0: none, or only replayed
-        # ones, which a restored partition releases at once).
+        # When the first operation since the last release came (0: none, or no release yet:
+        # a partition's first release, the seeds', goes at once).
         self._first_op_ms = 0
         self._pending = 0
         self._release_again = False
@@ -424,7 +425,7 @@ class CrawlDbPartition:
         :meth:`next_release_ms`, but no sooner than :data:`RELEASE_GATHER_MS` after the first
         operation since the last release, so that the operations that come together (a loop
         file's lines, in network buffers up to 100 ms apart) go in one release when they come
-        after a quiet spell or at the crawl's start."""
+        after a quiet spell (the first links after the seeds' release, say)."""
         due = self.next_release_ms(now_ms)
         if due is not None and self._ops_since_release and self._first_op_ms:
             due = max(due, self._first_op_ms + RELEASE_GATHER_MS)
@@ -569,7 +570,7 @@ class CrawlDbPartition:
         self._found_lastmod += _seconds_of(record.lastmod, found, len(rescore))
         self._order.extend([False] * len(done))
         self._order.extend([True] * count)
-        if (done or count) and not self._first_op_ms:
+        if (done or count) and not self._first_op_ms and self._last_release_ms:
             self._first_op_ms = now_ms
         self._ops_since_release += len(done) + count
 

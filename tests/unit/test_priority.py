@@ -256,16 +256,23 @@ def test_urls_that_come_together_after_a_quiet_spell_go_in_one_release(
 ) -> None:
     state = KeyedState()
     db = CrawlDbPartition(directory, SECTION, priority=PRIORITY, timer=_no_time)
-    # The crawl's start: the seed file's lines come a few network buffers apart. A release
-    # is allowed at once, but the operator wakes the partition once the rest may have come.
+    # The crawl's start: the seeds go at once.
     state.apply(db, [("http://a.example/", "", "")], [], T0)
-    assert db.next_release_ms(T0) == T0
-    assert db.release_wake_ms(T0) == T0 + RELEASE_GATHER_MS
-    state.apply(db, [("http://b.example/", "", "")], [], T0 + 90)
-    assert db.release_wake_ms(T0 + 90) == T0 + RELEASE_GATHER_MS  # from the first one
-    first = _batches(state.flush(db, T0 + RELEASE_GATHER_MS))
-    assert set(first) == {"a.example", "b.example"}  # both in the one release
-    released = T0 + RELEASE_GATHER_MS
+    assert db.release_wake_ms(T0) == T0
+    assert set(_batches(state.flush(db, T0))) == {"a.example"}
+    # Their pages' links come a second or two later, a loop file's lines a few network
+    # buffers apart. A release is allowed at once, but the operator wakes the partition once
+    # the rest may have come.
+    later = T0 + 2000
+    state.apply(db, [("http://b.example/", "L", "http://a.example/")], [], later, cash=[1.0])
+    assert db.next_release_ms(later) == later
+    assert db.release_wake_ms(later) == later + RELEASE_GATHER_MS
+    state.apply(db, [("http://c.example/", "L", "http://a.example/")], [], later + 90,
+                cash=[1.0])
+    assert db.release_wake_ms(later + 90) == later + RELEASE_GATHER_MS  # from the first one
+    first = _batches(state.flush(db, later + RELEASE_GATHER_MS))
+    assert set(first) == {"b.example", "c.example"}  # both in the one release
+    released = later + RELEASE_GATHER_MS
     # While the crawl runs, the release interval binds, not the gathering.
     links = [(f"http://a.example/{i}", "L", "http://a.example/") for i in range(3)]
     done = [("http://a.example/", "FETCHED", 200, "http:200", released + 200, None, 10.0)]
@@ -273,14 +280,15 @@ def test_urls_that_come_together_after_a_quiet_spell_go_in_one_release(
     assert db.release_wake_ms(released + 300) == released + 1000
     assert [item[0] for item in _batches(state.flush(db, released + 1000))["a.example"]] == [
         "http://a.example/2", "http://a.example/1"]  # its window of two, best first
+    released += 1000
     # A quiet spell: the next URLs wait for the rest of theirs, then go.
     quiet = released + 10_000
-    state.apply(db, [("http://c.example/", "L", "http://x.other/")], [], quiet, cash=[0.5])
-    state.apply(db, [("http://d.example/", "L", "http://x.other/")], [], quiet + 40,
+    state.apply(db, [("http://e.example/", "L", "http://x.other/")], [], quiet, cash=[0.5])
+    state.apply(db, [("http://f.example/", "L", "http://x.other/")], [], quiet + 40,
                 cash=[0.5])
     assert db.release_wake_ms(quiet + 40) == quiet + RELEASE_GATHER_MS
-    assert set(_batches(state.flush(db, quiet + RELEASE_GATHER_MS))) == {"c.example",
-                                                                       "d.example"}
+    assert set(_batches(state.flush(db, quiet + RELEASE_GATHER_MS))) == {"e.example",
+                                                                       "f.example"}
     # Without new operations, nothing to wait for.
     assert db.release_wake_ms(quiet + 200) is None
 
