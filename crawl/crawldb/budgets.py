@@ -100,32 +100,50 @@ class MemoryStore(dict):
 
 
 class CachedStore:
-    """A write-through cache of at most ``capacity`` counters in front of a store."""
+    """A write-back cache of at most ``capacity`` counters in front of a store, absent ones
+    included (most keys a budget looks up are not there yet: a shape without a good page, a
+    pair of domains that never linked). :meth:`flush` writes the counters changed since the
+    last flush; the owner calls it before anything else may read the store (the crawl DB: at
+    the end of each call, before a checkpoint can come), so that a counter changed many times
+    in one call is written once. This cache must be the store's only writer."""
 
     def __init__(self, store: CounterStore, capacity: int = 100_000) -> None:
         self._store = store
         self._capacity = capacity
-        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._cache: OrderedDict[str, int | None] = OrderedDict()
+        self._dirty: set[str] = set()
 
     def get(self, key: str) -> int | None:
-        value = self._cache.get(key)
-        if value is not None:
-            self._cache.move_to_end(key)
-            return value
+        cache = self._cache
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
         value = self._store.get(key)
-        if value is not None:
-            self._remember(key, value)
+        self._remember(key, value)
         return value
 
     def put(self, key: str, value: int) -> None:
-        self._store.put(key, value)
         self._remember(key, value)
+        self._dirty.add(key)
 
-    def _remember(self, key: str, value: int) -> None:
-        self._cache[key] = value
-        self._cache.move_to_end(key)
-        if len(self._cache) > self._capacity:
-            self._cache.popitem(last=False)
+    def flush(self) -> None:
+        """Write the counters changed since the last flush to the store."""
+        for key in self._dirty:
+            value = self._cache.get(key)
+            if value is not None:
+                self._store.put(key, value)
+        self._dirty.clear()
+
+    def _remember(self, key: str, value: int | None) -> None:
+        cache = self._cache
+        cache[key] = value
+        cache.move_to_end(key)
+        if len(cache) > self._capacity:
+            evicted, old = cache.popitem(last=False)
+            if evicted in self._dirty:  # (written now, or its change would be lost)
+                self._dirty.discard(evicted)
+                if old is not None:
+                    self._store.put(evicted, old)
 
 
 class Budgets:
@@ -147,6 +165,12 @@ class Budgets:
     @property
     def enabled(self) -> bool:
         return self.domains or self.shapes
+
+    def flush(self) -> None:
+        """Write what the store holds back (a :class:`CachedStore`) to where it keeps it."""
+        flush = getattr(self._store, "flush", None)
+        if flush is not None:
+            flush()
 
     def _add(self, key: str, amount: int = 1) -> int:
         value = max(0, (self._store.get(key) or 0) + amount)

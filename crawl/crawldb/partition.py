@@ -526,7 +526,10 @@ class CrawlDbPartition:
         return due is not None and due <= now_ms
 
     def take_state(self) -> PartitionState:
-        """The keyed-state changes of the last call."""
+        """The keyed-state changes of the last call (the budgets' counters written to their
+        store now)."""
+        if self._budgets is not None:
+            self._budgets.flush()
         manifest = None
         if self._manifest_changed:
             manifest = self._manifest

@@ -262,14 +262,63 @@ def test_a_domain_gets_its_trial_pages_until_one_proves_good() -> None:
     assert _room(budgets, "farm.test") == 12 - 3
 
 
-def test_counters_go_through_the_cache() -> None:
-    backing = MemoryStore()
+class _CountingStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gets = self.puts = 0
+
+    def get(self, key, default=None):
+        self.gets += 1
+        return super().get(key, default)
+
+    def put(self, key: str, value: int) -> None:
+        self.puts += 1
+        super().put(key, value)
+
+
+def test_counters_are_written_back_once_a_flush_and_lookups_of_absent_ones_are_kept() -> None:
+    backing = _CountingStore()
     cached = CachedStore(backing, capacity=2)
-    for key in "abc":
-        cached.put(key, 1)
-    assert backing == {"a": 1, "b": 1, "c": 1}
-    assert cached.get("a") == 1  # evicted from the cache, read from the store
+    for _ in range(5):
+        cached.put("a", (cached.get("a") or 0) + 1)
+    assert backing == {}  # held until the flush...
+    cached.flush()
+    assert backing == {"a": 5}
+    assert backing.puts == 1  # ...and written once
+    cached.flush()
+    assert backing.puts == 1  # nothing changed since
+    # A counter that is not there is asked of the store once.
     assert cached.get("zzz") is None
+    assert cached.get("zzz") is None
+    assert backing.gets == 2  # "a" and "zzz"
+    # A changed counter pushed out of the full cache is written then, and read back later.
+    for key, value in (("b", 7), ("c", 8), ("d", 9)):
+        cached.put(key, value)
+    assert backing == {"a": 5, "b": 7}  # b pushed out by d
+    cached.flush()
+    assert backing == {"a": 5, "b": 7, "c": 8, "d": 9}
+    assert cached.get("a") == 5  # evicted from the cache, read from the store
+
+
+def test_the_crawl_db_writes_its_budget_counters_back_at_the_end_of_each_call(
+    tmp_path: Path,
+) -> None:
+    section = dataclasses.replace(CrawlDbSection(), fsync=False)
+    backing = _CountingStore()
+    budgets = Budgets(CachedStore(backing), AdmissionSection())
+    db = CrawlDbPartition(str(tmp_path / "p"), section, budgets=budgets,
+                          priority=PrioritySection(host_window=100))
+    links = [(f"http://a.example/p/{i}", "L", "http://b.example/") for i in range(20)]
+    db.apply(links, [], T0, cash=[0.1] * 20)
+    assert backing == {}
+    db.take_state()  # (the operator stores the partition's state after each call)
+    written = dict(backing)
+    assert written  # the counters of the domains, their links, the shape...
+    assert backing.puts == len(written)  # ...each written once for the 20 links
+    # The same counters as without a cache.
+    plain = Budgets(MemoryStore(), AdmissionSection())
+    plain.saw_found(links)
+    assert written == dict(plain._store)
 
 
 def test_the_crawl_db_defers_what_is_over_budget_and_releases_it_when_the_budget_grows(
