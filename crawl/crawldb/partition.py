@@ -407,9 +407,7 @@ class CrawlDbPartition:
         if not self._releasing:
             return None
         earliest = self._last_release_ms + self._release_interval_ms
-        if self._release_again:
-            return max(now_ms, earliest)
-        if self._ops_since_release:
+        if self._release_again or self._ops_since_release:
             return max(now_ms, earliest)
         wake = []
         if self._next_due_ms is not None:
