@@ -8,12 +8,11 @@ never the crawler's figures.
 
 The tests without a crawl (the JVM's key groups) run first. Then the crawls of the tests
 that judge a crawl run ahead of them (``crawls_ahead``, :mod:`tests.integration.ahead`)
-start, two at a time, the long ones first; the test of the
-first (the continuous crawl, whose revisit timings are the most sensitive to the load) is
-judged first, with just one other crawl beside its own. The tests that submit to a standalone
-cluster (``cluster``) come next, beside the next two crawls ahead, then the other tests of
-crawls ahead. The cluster tests share one cluster, started once (about 10 s and two JVMs
-saved a test).
+start, two at a time, the long ones first; the test of the first (the continuous crawl,
+whose revisit timings are the most sensitive to the load) is judged first, with just one
+other crawl beside its own. The tests that submit to a standalone cluster (``cluster``) come
+next, beside the next two crawls ahead, then the other tests of crawls ahead. The cluster
+tests share one cluster, started once (about 10 s and two JVMs saved a test).
 """
 
 from __future__ import annotations
