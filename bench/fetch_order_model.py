@@ -20,9 +20,11 @@ its pace among hosts. The model keeps the mechanics that shape the order:
 
 Ranks (``--rank``): ``cash`` (OPIC as the crawler keeps it: seeds get 1, a fetched page passes
 the cash it had on to its links, split evenly, and a fetch spends it), ``inlinks`` (fetched
-pages known to link to the URL), ``depth`` (hops from a seed, fewest first: breadth-first
-within each host), and ``true`` (the URL's in-degree in the whole graph: a rank no crawler can
-have, the bound of what the mechanics allow). Ties go to the older URL.
+pages known to link to the URL), ``shares`` (the same, each linking page counting one split
+over its links: cash as if every fetched page had the same), ``depth`` (hops from a seed,
+fewest first: breadth-first within each host), and ``true`` (the URL's in-degree in the whole
+graph: a rank no crawler can have, the bound of what the mechanics allow). Ties go to the
+older URL.
 
 It prints the mean in-degree of the first k pages against the best possible (the pages
 reachable from the seeds with the most in-links), as ``fetch_order.py`` does, and how many of
@@ -46,7 +48,7 @@ sys.path.insert(0, str(_REPOSITORY))
 
 from synthweb.graphweb import GraphWeb, GraphWebConfig  # noqa: E402
 
-RANKS = ("cash", "inlinks", "depth", "true")
+RANKS = ("cash", "inlinks", "shares", "depth", "true")
 PREFIXES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 #: The model's clock tick (seconds).
 TICK = 0.02
@@ -95,6 +97,7 @@ class CrawlModel:
         self.waiting = np.zeros(n, dtype=bool)  # released, in a host's queue
         self.cash = np.zeros(n)
         self.inlinks = np.zeros(n)
+        self.shares = np.zeros(n)
         self.depth = np.full(n, np.iinfo(np.int32).max, dtype=np.int64)
         self.found_at = np.full(n, np.inf)
         for seed in seeds:
@@ -109,6 +112,8 @@ class CrawlModel:
             return self.cash[nodes]
         if self.rank == "inlinks":
             return self.inlinks[nodes]
+        if self.rank == "shares":
+            return self.shares[nodes]
         if self.rank == "depth":
             return -self.depth[nodes].astype(float)
         return self.graph.in_degree[nodes].astype(float)
@@ -121,6 +126,7 @@ class CrawlModel:
         self.found_at[links] = np.minimum(self.found_at[links], now)
         self.known[links] = True
         self.inlinks[links] += 1
+        self.shares[links] += 1.0 / len(links)
         self.depth[links] = np.minimum(self.depth[links], self.depth[node] + 1)
         self.cash[links] += cash / len(links)
 
