@@ -51,6 +51,8 @@ __all__ = [
 #: How far links are followed (``scope.follow``): any host, the same host, the same registered
 #: domain, the listed domains.
 FOLLOW_MODES = ("any", "host", "domain", "listed")
+#: What a fetched page passes on to its links (``priority.flow``).
+FLOWS = ("cash", "shares")
 
 
 class ConfigError(ValueError):
@@ -555,6 +557,9 @@ class PrioritySection:
     seed_boost: float = 10.0
     #: ...and a sitemap a robots.txt names (split over its entries as a page's over its links).
     sitemap_boost: float = 1.0
+    #: What a fetched page passes on to its links, split evenly: "cash", the cash it had, or
+    #: "shares", one share whatever it had (crawl/urls/priority.py).
+    flow: str = "cash"
     #: Under a page budget, a new URL goes only if it ranks among the best of every URL
     #: waiting, this many times the pages the budget has left after what the frontier holds
     #: (crawl/crawldb/cutoff.py); the others wait their turn. 0: no such cutoff (the
@@ -583,6 +588,7 @@ class PrioritySection:
     def _validate(self) -> None:
         for key in ("seed_boost", "sitemap_boost"):
             _check(self, "priority", key, _non_negative, "a number >= 0")
+        _check(self, "priority", "flow", lambda v: v in FLOWS, "cash or shares")
         _check(self, "priority", "defer_below", lambda v: 0 <= v < 1, "a number from 0, below 1")
         _check(self, "priority", "budget_cutoff", lambda v: v == 0 or v >= 1,
                "0 (off) or a number >= 1")

@@ -211,6 +211,8 @@ class ProcessSettings:
     #: ``neardup.min_features`` under ``recrawl.change_distance``, else 0: the fewest
     #: features of a page whose change is judged by simhash.
     change_features: int
+    #: ``priority.flow``: what a fetched page passes on to its links.
+    flow: str = "cash"
 
     @classmethod
     def from_config(cls, config: Config) -> ProcessSettings:
@@ -227,6 +229,7 @@ class ProcessSettings:
             neardup=config.neardup,
             recrawl=config.recrawl.enabled,
             change_features=config.neardup.min_features if config.recrawl.change_distance else 0,
+            flow=config.priority.flow,
         )
 
 
@@ -269,6 +272,7 @@ class PageProcessor:
             neardup=settings.neardup,
             recrawl=settings.recrawl,
             change_features=settings.change_features,
+            flow=settings.flow,
         )
 
     def __init__(
@@ -291,11 +295,14 @@ class PageProcessor:
         neardup: NearDupSection = _DEFAULTS.neardup,
         recrawl: bool = False,
         change_features: int = 0,
+        flow: str = "cash",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._warc = warc
         self._log = crawl_log
         self._vnodes = vnodes
+        # With "shares" every fetched page passes on one share, whatever cash it had.
+        self._shares = flow == "shares"
         self._status = status
         self._producer_id = producer_id
         self._lines = 0
@@ -461,11 +468,12 @@ class PageProcessor:
     def _route(self, found: list[FoundUrl], done: DoneEvent | None, own_url: str,
                cash: float) -> list[str]:
         """Loop lines for ``found`` (after the recent-URL cache and the policy) grouped by
-        vnode, each URL with its share of the page's ``cash``, with ``done`` (the page's own
+        vnode, each URL with its share of the page's ``cash`` (of 1 with ``priority.flow``
+        shares), with ``done`` (the page's own
         outcome) in the line of its own vnode; and the cash held for URLs found lately."""
         status = self._status
         status.count(PROCESS_LINKS_FOUND.name, len(found))
-        share = link_cash(cash, len(found))
+        share = link_cash(1.0 if self._shares else cash, len(found))
         # A URL a sitemap gives a lastmod for goes to the crawl DB even when found lately: the
         # date may announce new content of a known URL.
         lastmods = self._lastmods

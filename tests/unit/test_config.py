@@ -112,6 +112,7 @@ def test_sections_are_frozen() -> None:
         ("parse.follow", [], "parse", "follow", ()),
         ("parse.max_outlinks", "0", "parse", "max_outlinks", 0),
         ("parse.obey_nofollow", "false", "parse", "obey_nofollow", False),
+        ("priority.flow", "shares", "priority", "flow", "shares"),
     ],
 )
 def test_override_coerces_to_the_field_type(
@@ -156,6 +157,7 @@ def test_parse_override_without_equals_sign() -> None:
     ("overrides", "message"),
     [
         ({"politeness.delay_seconds": "-1"}, r"^politeness\.delay_seconds: "),
+        ({"priority.flow": "pagerank"}, r"^priority\.flow: .*cash or shares"),
         ({"politeness.delay_seconds": "nan"}, r"^politeness\.delay_seconds: "),
         ({"politeness.max_crawl_delay_seconds": "inf"}, r"^politeness\.max_crawl_delay_seconds: "),
         ({"politeness.response_time_factor": -0.5}, r"^politeness\.response_time_factor: "),

@@ -694,6 +694,20 @@ def test_a_page_passes_its_cash_on_split_over_what_it_leads_to(
         "http://a.test/empty", "FETCHED", 200, "", 1_700_000_000_000)
 
 
+def test_with_shares_a_page_passes_one_share_on_whatever_cash_it_had(
+    make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
+) -> None:
+    page_processor, _ = make_processor(policy=UrlPolicy(ScopeSection(exclude=("/map$",))),
+                                       flow="shares")
+    for cash in (0.6, 0.003):
+        page = dataclasses.replace(_html_result(), cash=cash)
+        lines = page_processor.process(page)
+        assert _cash_by_url(lines) == pytest.approx(
+            {"http://a.test/dir/other": 1 / 3, "http://b.test/x": 1 / 3})
+        done = [event for line in lines for event in parse_record(decode_line(line)[1]).done]
+        assert done[0][-1] == cash  # the fetch still spends what the URL had
+
+
 def test_repeats_of_recent_urls_bring_their_cash_later_in_one_record(
     make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
 ) -> None:
