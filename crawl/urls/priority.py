@@ -14,10 +14,17 @@ from page to page as the crawl fetches them.
   :mod:`drum.record`), and a fetch spends what its URL had at its release: the outcome takes it
   back out of the record, so cash that arrived meanwhile stays for the next visit.
 
-So a page's cash is what the pages linking to it passed on, each weighted by its own cash and
-diluted by how many links it has. A cluster of pages that link each other (a link farm, on any
-number of domains) gets only what flows into it from outside, spread over every page it
-invents; each step into a calendar or another endless space divides what the next page gets.
+With ``priority.flow: shares`` a fetched page passes on one share instead of the cash it
+had, split the same way: a page's cash then counts the fetched pages linking to it, each
+diluted by how many links it has, and ranks a real web's pages better (BENCHMARKS.md, "Shares
+instead of cash"); the budgets (:mod:`crawl.crawldb.budgets`), not the rank, hold link farms
+and endless spaces then.
+
+With ``cash`` (the default) a page's cash is what the pages linking to it passed on, each
+weighted by its own cash and diluted by how many links it has. A cluster of pages that link
+each other (a link farm, on any number of domains) gets only what flows into it from outside,
+spread over every page it invents; each step into a calendar or another endless space divides
+what the next page gets.
 A near-duplicate's links pass on only ``neardup.outlink_weight`` of their cash (a copy says
 little about what it links to): the near-duplicate stage takes the rest back.
 

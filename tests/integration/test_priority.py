@@ -3,9 +3,9 @@
 The web: 20 hosts of about 80 pages, few links across hosts, and 40 popular pages, each linked
 from pages of many other hosts (the j-th of n from about (n - j) / n of them). Crawled from two
 seeds with a budget of half its pages, in discovery order (priority off) the crawl reaches
-about 35 of the 40 popular pages; with priority (the cash that flows along links) it fetches
-every one that is well linked, early, and the pages it fetches have four fifths of the in-links
-the best possible half of the web has.
+about 35 of the 40 popular pages; with priority (the cash pages pass along their links) it
+fetches every one that is well linked, early, and the pages it fetches have four fifths of the
+in-links the best possible half of the web has.
 """
 
 from __future__ import annotations
