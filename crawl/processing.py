@@ -469,8 +469,8 @@ class PageProcessor:
                cash: float) -> list[str]:
         """Loop lines for ``found`` (after the recent-URL cache and the policy) grouped by
         vnode, each URL with its share of the page's ``cash`` (of 1 with ``priority.flow``
-        shares), with ``done`` (the page's own
-        outcome) in the line of its own vnode; and the cash held for URLs found lately."""
+        shares), with ``done`` (the page's own outcome) in the line of its own vnode; and the
+        cash held for URLs found lately."""
         status = self._status
         status.count(PROCESS_LINKS_FOUND.name, len(found))
         share = link_cash(1.0 if self._shares else cash, len(found))

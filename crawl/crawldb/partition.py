@@ -425,7 +425,7 @@ class CrawlDbPartition:
         file's lines, in network buffers up to 100 ms apart) go in one release when they come
         after a quiet spell (the first links after the seeds' release, say)."""
         due = self.next_release_ms(now_ms)
-        if due is not None and self._ops_since_release and self._first_op_ms:
+        if due is not None and self._first_op_ms:  # (set only by operations since a release)
             due = max(due, self._first_op_ms + RELEASE_GATHER_MS)
         return due
 
