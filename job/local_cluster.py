@@ -22,6 +22,8 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import random
+import re
 import shutil
 import signal
 import socket
@@ -29,6 +31,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -48,7 +51,7 @@ from job.preparation import CrawlError, path_for_embedded_python, pyflink_home
 
 __all__ = [
     "CLUSTER_DEFAULTS", "DEFAULT_MEMORY", "LocalCluster", "client_settings", "cluster_settings",
-    "free_ports", "uses_local_cluster",
+    "ephemeral_port_range", "free_ports", "startup_failure", "uses_local_cluster",
 ]
 
 #: Process sizes of the daemons unless the Flink settings size them (Flink's own defaults for
@@ -84,6 +87,13 @@ _JAVA_OPTIONS = "env.java.opts.all"
 _WILDCARD = "0.0.0.0"
 _LOOPBACK = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
+#: The daemons' ports are drawn from here up to the kernel's ephemeral range, when it leaves at
+#: least _MIN_PORT_ROOM of them (:func:`free_ports`).
+_PORTS_FROM, _MIN_PORT_ROOM, _PORT_TRIES = 10_000, 2_000, 64
+#: A daemon's failure to start, as its log gives it, is quoted up to this long.
+_CAUSE_CHARS = 300
+#: The first line of an entry of a daemon's log (log4j's pattern: the date first).
+_LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 
 
 def uses_local_cluster(runtime: str, parallelism: int) -> bool:
@@ -96,17 +106,72 @@ def uses_local_cluster(runtime: str, parallelism: int) -> bool:
     return parallelism > 1
 
 
-def free_ports(count: int, address: str = _LOOPBACK) -> list[int]:
-    """``count`` ports free on ``address`` now (the kernel's choice; a daemon that finds one
-    taken since fails to start, and says so in its log)."""
-    sockets = [socket.socket() for _ in range(count)]
+def free_ports(
+    count: int, address: str = _LOOPBACK, *, rng: random.Random | None = None,
+    ephemeral: tuple[int, int] | None = None,
+) -> list[int]:
+    """``count`` distinct ports free on ``address`` now, for daemons that bind them a second or
+    two later. They are taken below the kernel's ephemeral range (``ephemeral``, read from
+    the kernel by default), where no outgoing connection is given a port: one taken from that
+    range could go to any connection made meanwhile (the crawl's fetches, the REST API's
+    polls, another crawl's), and its daemon fail to start. Where the range leaves too little
+    room below it, the kernel chooses; a daemon that finds its port taken since fails to
+    start, and its log says so."""
+    low, _ = ephemeral_port_range() if ephemeral is None else ephemeral
+    rng = rng or random.Random()
+    held: list[socket.socket] = []
     try:
-        for sock in sockets:
+        if low - _PORTS_FROM >= _MIN_PORT_ROOM:
+            for _ in range(_PORT_TRIES):
+                if len(held) == count:
+                    break
+                sock = socket.socket()
+                try:
+                    sock.bind((address, rng.randrange(_PORTS_FROM, low)))
+                except OSError:
+                    sock.close()
+                    continue
+                held.append(sock)
+        while len(held) < count:
+            sock = socket.socket()
+            held.append(sock)
             sock.bind((address, 0))
-        return [sock.getsockname()[1] for sock in sockets]
+        return [sock.getsockname()[1] for sock in held]
     finally:
-        for sock in sockets:
+        for sock in held:
             sock.close()
+
+
+def startup_failure(log_file: Path | None) -> str:
+    """What a daemon's log says kept it from starting: the deepest cause of the error it
+    gave up with (its ERROR line "Could not start ...", then ``Caused by: ...`` lines of the
+    stack trace under it, as ``java.net.BindException: ...`` for a port taken), else the
+    first ERROR line's message; "" when the log says neither (or there is none)."""
+    try:
+        lines = log_file.read_text(errors="replace").splitlines() if log_file else []
+    except OSError:
+        return ""
+    errors = [index for index, line in enumerate(lines) if " ERROR " in line]
+    if not errors:
+        return ""
+    fatal = next((index for index in errors if "Could not start" in lines[index]), errors[0])
+    said = lines[fatal].split(" - ", 1)[-1].strip()
+    for line in lines[fatal + 1:]:
+        if _LOG_LINE.match(line):
+            break  # the next entry of the log: the stack trace is over
+        if line.startswith("Caused by:"):
+            said = line.removeprefix("Caused by:").strip()
+    return said[:_CAUSE_CHARS]
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The ports the kernel gives outgoing connections and binds to port 0 (Linux's default
+    where it cannot be read)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def _connect_address(settings: Mapping[str, str], key: str) -> str:
@@ -204,6 +269,8 @@ class LocalCluster:
         self._java: str | None = None
         self._java_version = 0
         self._resources: dict[str, tuple[list[str], list[str]]] = {}
+        #: Each daemon's log file, by its process id.
+        self._logs: dict[int, Path] = {}
 
     @property
     def rest(self) -> str:
@@ -291,16 +358,19 @@ class LocalCluster:
             role, self.settings, java=self._java,
             java_version=self._java_version,
             conf=self.directory / "conf", lib=lib,
-            log_file=self.layout.flink_logs / log_file_name(role, self._started, self._environ),
+            log_file=self._log_file(role, self._started),
             resources=self._resources[role], environ=self._environment,
             class_archive=daemon_class_archive(self._environ, self._java, lib, role,
                                                f"{os.getpid()}-{self._started}"))
+
+    def _log_file(self, role: str, number: int) -> Path:
+        return self.layout.flink_logs / log_file_name(role, number, self._environ)
 
     def _start_daemon(self, role: str) -> subprocess.Popen[bytes]:
         self._started += 1
         console = self.layout.flink_logs / f"{role}-{self._started}.out"
         with console.open("ab") as output:
-            return subprocess.Popen(
+            process = subprocess.Popen(
                 self._command(role), env=self._environment, cwd=self.directory,
                 stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent,
@@ -308,6 +378,8 @@ class LocalCluster:
                 # savepoint, which needs the daemons.
                 start_new_session=True,
             )
+        self._logs[process.pid] = self._log_file(role, self._started)
+        return process
 
     @property
     def _processes(self) -> list[subprocess.Popen[bytes]]:
@@ -322,10 +394,12 @@ class LocalCluster:
             for process in self._processes:
                 if process.poll() is not None:
                     self.stop()
+                    cause = startup_failure(self._logs.get(process.pid))
                     raise CrawlError(
                         f"a daemon of the local Flink cluster exited with status "
-                        f"{process.returncode} while starting (its log is in "
-                        f"{self.layout.flink_logs})")
+                        f"{process.returncode} while starting"
+                        f"{f' ({cause})' if cause else ''}; its log is in "
+                        f"{self.layout.flink_logs}")
             if self.slots() >= self.taskmanagers:
                 return
             if time.monotonic() > deadline:

@@ -4,7 +4,9 @@ daemons that end with the launcher."""
 from __future__ import annotations
 
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -15,6 +17,7 @@ import pytest
 import yaml
 
 from crawl.layout import OutputLayout
+from job.class_archive import ARCHIVE_VARIABLE
 from job.local_cluster import (
     CLUSTER_DEFAULTS,
     DEFAULT_MEMORY,
@@ -22,7 +25,9 @@ from job.local_cluster import (
     LocalCluster,
     client_settings,
     cluster_settings,
+    ephemeral_port_range,
     free_ports,
+    startup_failure,
     uses_local_cluster,
 )
 from job.local_settings import bind_settings
@@ -129,10 +134,71 @@ def test_the_client_submits_the_job_to_the_clusters_rest_api(tmp_path: Path) -> 
     assert client["execution.state-recovery.path"] == "file:///savepoint"
 
 
-def test_free_ports_are_distinct_and_bindable() -> None:
+def test_free_ports_are_distinct_bindable_and_no_outgoing_connection_gets_them() -> None:
+    low, _ = ephemeral_port_range()
     ports = free_ports(3)
     assert len(set(ports)) == 3
-    assert all(1024 <= port < 65536 for port in ports)
+    assert all(10_000 <= port < low for port in ports)
+    held = [socket.create_server(("127.0.0.1", port)) for port in ports]
+    for sock in held:
+        sock.close()
+
+
+def test_a_port_taken_is_passed_over() -> None:
+    low, _ = ephemeral_port_range()
+    first = random.Random(7).randrange(10_000, low)
+    with socket.create_server(("127.0.0.1", first)):
+        ports = free_ports(2, rng=random.Random(7))
+    assert first not in ports
+    assert len(set(ports)) == 2
+
+
+def test_without_room_below_theephemeral_port_range_the_kernel_chooses() -> None:
+    low, high = ephemeral_port_range()
+    ports = free_ports(2, ephemeral=(5_000, high))
+    assert all(low <= port <= high for port in ports)
+    assert len(set(ports)) == 2
+
+
+def test_a_daemon_that_cannot_start_is_named_with_what_its_log_says(tmp_path: Path) -> None:
+    """A real JobManager whose RPC port another process took exits at once; the error quotes
+    the cause from its log."""
+    layout = OutputLayout(tmp_path / "out")
+    layout.make()
+    cluster = LocalCluster(_settings(), layout, 1,
+                           {**os.environ, ARCHIVE_VARIABLE: "off"})
+    with socket.create_server(("127.0.0.1", int(cluster.settings["jobmanager.rpc.port"]))):
+        with pytest.raises(CrawlError, match=r"exited with status 1 while starting "
+                                             r"\(java\.net\.BindException: .*; its log is in"):
+            cluster.start()
+    assert cluster.pids() == []
+
+
+def test_the_cause_quoted_is_the_last_of_the_error_the_daemon_gave_up_with(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "daemon.log"
+    log.write_text(textwrap.dedent("""\
+        2026-11-27 18:28:29,363 INFO  a.B [] - Starting
+        2026-11-27 18:28:29,467 ERROR o.a.f.u.FatalExitExceptionHandler [] - FATAL: Thread 'x'
+        java.lang.NoClassDefFoundError: Some$Class
+        Caused by: java.lang.ClassNotFoundException: Some$Class
+        2026-11-27 18:28:29,503 ERROR o.a.f.r.e.ClusterEntrypoint [] - Could not start cluster.
+        o.a.f.r.e.ClusterEntrypointException: Failed to initialize the cluster entrypoint.
+        \tat o.a.f.r.e.ClusterEntrypoint.startCluster(ClusterEntrypoint.java:259)
+        Caused by: java.lang.RuntimeException: wrapped
+        Caused by: java.net.BindException: Could not start actor system on port 55485
+        \t... 10 more
+        2026-11-27 18:28:29,506 ERROR o.a.f.u.FatalExitExceptionHandler [] - Thread dump:
+        Caused by: java.lang.ClassNotFoundException: Other
+        """))
+    assert startup_failure(log) == (
+        "java.net.BindException: Could not start actor system on port 55485")
+    log.write_text("2026-11-27 18:28:29,467 ERROR a.B [] - Out of memory\n")
+    assert startup_failure(log) == "Out of memory"
+    log.write_text("2026-11-27 18:28:29,467 INFO a.B [] - fine\n")
+    assert startup_failure(log) == ""
+    assert startup_failure(tmp_path / "absent.log") == startup_failure(None) == ""
 
 
 def test_the_configuration_directory_and_the_daemons_environment(tmp_path: Path) -> None:
