@@ -40,7 +40,10 @@ def test_the_cutoff_is_the_edge_where_the_better_urls_fill_what_the_budget_has_l
     # Six: the bucket of 0.01 is needed, and goes whole.
     assert 0.0089 < cutoff_rank(partitions, 6) <= 0.01
     assert cutoff_rank(partitions, 15) == cutoff_rank(partitions, 6)
-    assert cutoff_rank(partitions, 16) < 1e-5
+    # Sixteen: the bucket of 1e-5, whose lower edge is 1e-5 itself or a hair below (as
+    # 10.0 ** -5.0 rounds).
+    assert cutoff_rank(partitions, 16) == RANK_EDGES[_bucket(1e-5) - 1]
+    assert 0.89e-5 < cutoff_rank(partitions, 16) <= 1e-5
     # Room for every URL waiting: nothing is held back; no room: nothing new goes.
     assert cutoff_rank(partitions, 116) == -math.inf
     assert cutoff_rank(partitions, 0) == math.inf
