@@ -557,9 +557,9 @@ class PrioritySection:
     seed_boost: float = 10.0
     #: ...and a sitemap a robots.txt names (split over its entries as a page's over its links).
     sitemap_boost: float = 1.0
-    #: What a fetched page passes on to its links, split evenly: "cash", the cash it had, or
-    #: "shares", one share whatever it had (crawl/urls/priority.py).
-    flow: str = "cash"
+    #: What a fetched page passes on to its links, split evenly: "shares", one share whatever
+    #: it had, or "cash", the cash it had (crawl/urls/priority.py).
+    flow: str = "shares"
     #: Under a page budget, a new URL goes only if it ranks among the best of every URL
     #: waiting, this many times the pages the budget has left after what the frontier holds
     #: (crawl/crawldb/cutoff.py); the others wait their turn. 0: no such cutoff (the

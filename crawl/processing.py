@@ -212,7 +212,7 @@ class ProcessSettings:
     #: features of a page whose change is judged by simhash.
     change_features: int
     #: ``priority.flow``: what a fetched page passes on to its links.
-    flow: str = "cash"
+    flow: str = _DEFAULTS.priority.flow
 
     @classmethod
     def from_config(cls, config: Config) -> ProcessSettings:
@@ -295,7 +295,7 @@ class PageProcessor:
         neardup: NearDupSection = _DEFAULTS.neardup,
         recrawl: bool = False,
         change_features: int = 0,
-        flow: str = "cash",
+        flow: str = _DEFAULTS.priority.flow,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._warc = warc

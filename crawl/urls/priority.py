@@ -6,25 +6,25 @@ from page to page as the crawl fetches them.
 
 * a **seed** gets ``seed_boost``, a **sitemap** named by a robots.txt ``sitemap_boost``: the
   user chose the one, the site points to the other;
-* a **fetched page** passes the cash it had when it was released on to the URLs it leads to,
-  split evenly (:func:`link_cash`): its outlinks, its redirect's or meta refresh's target, a
-  sitemap's entries and child sitemaps, the directories above it (``scope.path_ascending``).
-  A page with nothing to lead to keeps its cash out of the flow;
+* a **fetched page** passes one share (``priority.flow: shares``, the default) or the cash it
+  had when it was released (``cash``) on to the URLs it leads to, split evenly
+  (:func:`link_cash`): its outlinks, its redirect's or meta refresh's target, a sitemap's
+  entries and child sitemaps, the directories above it (``scope.path_ascending``). A page with
+  nothing to lead to keeps its cash out of the flow;
 * the crawl DB adds up what each URL receives (records sum their scores when they merge:
   :mod:`drum.record`), and a fetch spends what its URL had at its release: the outcome takes it
   back out of the record, so cash that arrived meanwhile stays for the next visit.
 
-With ``priority.flow: shares`` a fetched page passes on one share instead of the cash it
-had, split the same way: a page's cash then counts the fetched pages linking to it, each
-diluted by how many links it has, and ranks a real web's pages better (BENCHMARKS.md, "Shares
-instead of cash"); the budgets (:mod:`crawl.crawldb.budgets`), not the rank, hold link farms
-and endless spaces then.
+With ``shares`` a page's cash counts the fetched pages linking to it, each diluted by how many
+links it has, and ranks a real web's pages better than ``cash`` (BENCHMARKS.md, "Shares instead
+of cash"); the budgets (:mod:`crawl.crawldb.budgets`), not the rank, hold link farms and
+endless spaces.
 
-With ``cash`` (the default) a page's cash is what the pages linking to it passed on, each
-weighted by its own cash and diluted by how many links it has. A cluster of pages that link
-each other (a link farm, on any number of domains) gets only what flows into it from outside,
-spread over every page it invents; each step into a calendar or another endless space divides
-what the next page gets.
+With ``cash`` a page's cash is what the pages linking to it passed on, each weighted by its
+own cash and diluted by how many links it has. A cluster of pages that link each other (a link
+farm, on any number of domains) gets only what flows into it from outside, spread over every
+page it invents; each step into a calendar or another endless space divides what the next page
+gets.
 A near-duplicate's links pass on only ``neardup.outlink_weight`` of their cash (a copy says
 little about what it links to): the near-duplicate stage takes the rest back.
 

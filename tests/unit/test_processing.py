@@ -679,7 +679,8 @@ def test_a_page_passes_its_cash_on_split_over_what_it_leads_to(
 ) -> None:
     # HTML has four outlinks (two are not URLs): one of them the policy refuses, whose share
     # leaves the flow, and a page that found nothing passes nothing on.
-    page_processor, _ = make_processor(policy=UrlPolicy(ScopeSection(exclude=("/map$",))))
+    page_processor, _ = make_processor(policy=UrlPolicy(ScopeSection(exclude=("/map$",))),
+                                       flow="cash")
     lines = page_processor.process(dataclasses.replace(_html_result(), cash=0.6))
     assert _cash_by_url(lines) == {"http://a.test/dir/other": 0.2, "http://b.test/x": 0.2}
     done = [event for line in lines for event in parse_record(decode_line(line)[1]).done]
@@ -712,7 +713,8 @@ def test_repeats_of_recent_urls_bring_their_cash_later_in_one_record(
     make_processor: Callable[..., tuple[PageProcessor, StageStatus]],
 ) -> None:
     now = [100.0]
-    page_processor, status = make_processor(recent_urls=1000, clock=lambda: now[0])
+    page_processor, status = make_processor(recent_urls=1000, clock=lambda: now[0],
+                                            flow="cash")
     first = page_processor.process(dataclasses.replace(_html_result(), cash=0.3))
     assert _cash_by_url(first)["http://b.test/x"] == 0.1
     # The same links from two more pages: dropped as repeats, their cash held...
