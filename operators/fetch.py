@@ -24,7 +24,9 @@ State, keyed by host:
    consecutive failures (its back-off); layout :data:`crawl.frontier.scheduler.HOST_ROW_FIELDS`,
    version 2. A checkpoint of a crawl begun before version 2 holds version 1 rows (without
    the failures) in the state ``host``: each is read once, upgraded and moved to ``host-v2``
-   (a Flink row state cannot change its number of fields in place).
+   (a Flink row state cannot change its number of fields in place). The last hosts' rows
+   are kept in memory in front of it (:class:`crawl.state_cache.StateCache`): a timer reads
+   its host's row from there, and a row is written only when it changed.
 3. ``robots``: a row with the last robots.txt fetch (status, text, fetched, expires, reason).
 4. ``not-found``: what the host answered for a path it cannot have
    (:attr:`crawl.frontier.scheduler.HostState.not_found`; none: to be asked), with the
@@ -87,6 +89,7 @@ from crawl.stages import (
     FETCH_SUSPENSIONS,
     FETCH_TIMERS,
 )
+from crawl.state_cache import StateCache
 from crawl.status import Status
 from crawl.urls.normalize import UrlNormalizer
 from crawl.urls.routing import group_of_key, host_of_key
@@ -187,6 +190,7 @@ class FetchFunction(KeyedProcessFunction):
         self._not_found = runtime_context.get_state(
             ValueStateDescriptor("not-found", Types.STRING()))
         self._not_found_answers = NotFoundAnswers()
+        self._host_rows: StateCache[tuple | None] = StateCache()
         settings = self._settings
         layout = OutputLayout(self._output_dir)
         self._status = StageStatus(
@@ -246,7 +250,7 @@ class FetchFunction(KeyedProcessFunction):
         self._status.count("batches.in")
         host = host_of_key(value[0])
         ranked, payloads = decode_batch(value[1])
-        row = self._host_row()
+        row = self._host_row(host)
         state = self._load(host, row)
         if ranked and len(state.queue) < _RANKED_QUEUE_MAX:
             state.queue.push_ranked(payloads)  # URLs released by priority: best first
@@ -285,11 +289,12 @@ class FetchFunction(KeyedProcessFunction):
         forever."""
         later = max(timestamp, ctx.timer_service().current_processing_time()) + _DRAIN_DEFER_MS
         ctx.timer_service().register_processing_time_timer(later)
-        row = self._host_row()
+        host = host_of_key(ctx.get_current_key())
+        row = self._host_row(host)
         if row is not None and row[_WAKE_MS] == timestamp:
-            fields = list(tuple(row))
+            fields = list(row)
             fields[_WAKE_MS] = later
-            self._host.update(Row(*fields))
+            self._host_rows.put(host, tuple(fields), self._write_host_row)
 
     def _wake(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> list[FetchResult]:
         key = ctx.get_current_key()
@@ -303,7 +308,7 @@ class FetchFunction(KeyedProcessFunction):
             # A poll of the fetch in flight: decided from memory, no state touched.
             ctx.timer_service().register_processing_time_timer(flights.next_poll_ms(host, now))
             return []
-        row = self._host_row()
+        row = self._host_row(host)
         if kind is TimerKind.OTHER and (
             row is None
             or not flights.wakes_host(host, timestamp, row[_WAKE_MS], row[_LEASE_KIND])
@@ -365,26 +370,32 @@ class FetchFunction(KeyedProcessFunction):
             )
         )
 
-    def _host_row(self) -> Row | None:
-        """The current key's host row; a version 1 row (from a checkpoint taken before version
-        2) is upgraded and moved to the current state on its first read."""
+    def _host_row(self, host: str) -> tuple | None:
+        """The current key's host row (its fields), from the cache of host rows or its state."""
+        return self._host_rows.get(host, self._read_host_row)
+
+    def _read_host_row(self) -> tuple | None:
+        """The current key's host row from its state; a version 1 row (from a checkpoint taken
+        before version 2) is upgraded and moved to the current state on its first read."""
         row = self._host.value()
         if row is not None:
-            return row
+            return tuple(row)
         old = self._host_v1.value()
         if old is None:
             return None
-        row = Row(*upgrade_host_row(tuple(old)))
-        self._host.update(row)
+        fields = upgrade_host_row(tuple(old))
+        self._host.update(Row(*fields))
         self._host_v1.clear()
-        return row
+        return fields
 
-    def _load(self, host: str, row: Row | None) -> HostState:
-        if row is None:  # a host new to the stage: nothing stored, nothing to read
+    def _write_host_row(self, fields: tuple | None) -> None:
+        self._host.update(Row(*fields))
+
+    def _load(self, host: str, fields: tuple | None) -> HostState:
+        if fields is None:  # a host new to the stage: nothing stored, nothing to read
             state = HostState(HostQueue(self._queue))
             state.not_found = self._not_found_answers.get(host, lambda: None)
             return state
-        fields = tuple(row)
         state = host_state(
             fields, self._queue, self._robots_record(host, fields[_ROBOTS_FETCHED_MS])
         )
@@ -418,7 +429,7 @@ class FetchFunction(KeyedProcessFunction):
     def _save(self, host: str, state: HostState, wake_ms: int, stored_robots_ms: int) -> None:
         robots = state.robots
         robots_ms = robots.fetched_ms if robots is not None else 0
-        self._host.update(Row(*host_row(state, wake_ms, robots_ms)))
+        self._host_rows.put(host, host_row(state, wake_ms, robots_ms), self._write_host_row)
         self._not_found_answers.put(host, state.not_found, self._store_not_found)
         if state.failures:
             self._failing.add(host)

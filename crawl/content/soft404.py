@@ -30,13 +30,12 @@ import dataclasses
 import re
 import urllib.parse
 import zlib
-from collections import OrderedDict
-from collections.abc import Callable
 
 from crawl.content.links import LinkExtractor, ParsedLinks
 from crawl.content.neardup import fingerprint_text
 from crawl.content.text import main_text
 from crawl.model import FetchResult
+from crawl.state_cache import StateCache
 from crawl.status import SOFT_404_REASON
 
 __all__ = [
@@ -132,39 +131,11 @@ def not_found_print(result: FetchResult, links: LinkExtractor) -> str:
     return page.encode() if page is not None else ""
 
 
-class NotFoundAnswers:
+class NotFoundAnswers(StateCache[str | None]):
     """The fetch stage's memory of its hosts' not-found answers (see
     :attr:`crawl.frontier.scheduler.HostState.not_found`) in front of the keyed state that
     keeps them: the last ``capacity`` hosts in memory, the state read on a miss and written
     only on a change."""
-
-    _UNKNOWN = object()
-
-    def __init__(self, capacity: int = 100_000) -> None:
-        self._capacity = capacity
-        self._answers: OrderedDict[str, str | None] = OrderedDict()
-
-    def get(self, host: str, read: Callable[[], str | None]) -> str | None:
-        """The answer of ``host``; ``read`` reads its state on a miss."""
-        answer = self._answers.get(host, self._UNKNOWN)
-        if answer is self._UNKNOWN:
-            answer = read()
-            self._remember(host, answer)
-        else:
-            self._answers.move_to_end(host)
-        return answer  # type: ignore[return-value]
-
-    def put(self, host: str, answer: str | None, write: Callable[[str | None], None]) -> None:
-        """Keep ``answer`` for ``host``: ``write`` stores it if it changed."""
-        if self._answers.get(host, self._UNKNOWN) != answer:
-            write(answer)
-        self._remember(host, answer)
-
-    def _remember(self, host: str, answer: str | None) -> None:
-        self._answers[host] = answer
-        self._answers.move_to_end(host)
-        if len(self._answers) > self._capacity:
-            self._answers.popitem(last=False)
 
 
 def _own_names(url: str) -> list[str]:

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The shared vocabulary: modules at the top of ``crawl/`` that every package may use.
 VOCABULARY = {"crawl.config", "crawl.status", "crawl.hops", "crawl.model", "crawl.layout",
               "crawl.memory", "crawl.progress", "crawl.savepoint_files", "crawl.compat",
-              "crawl.fetch_requests", "crawl.stages"}
+              "crawl.fetch_requests", "crawl.stages", "crawl.state_cache"}
 
 #: What each unit may import besides itself, the vocabulary and the standard library: whole
 #: units, or single modules of one.
@@ -55,6 +55,7 @@ VOCABULARY_ALLOWED: dict[str, set[str]] = {
     "crawl.savepoint_files": {"crawl.layout"},
     "crawl.fetch_requests": set(),
     "crawl.stages": set(),
+    "crawl.state_cache": set(),
 }
 #: Inside ``crawl.http``: the client on top of its parts, each part on its own.
 HTTP_ALLOWED: dict[str, set[str]] = {

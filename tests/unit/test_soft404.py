@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from crawl.content.links import LinkExtractor
-from crawl.content.soft404 import NotFoundAnswers, NotFoundPrint, is_soft_404, not_found_print
+from crawl.content.soft404 import NotFoundPrint, is_soft_404, not_found_print
 from crawl.frontier.scheduler import probe_url
 from crawl.model import FetchResult
 from crawl.status import Status
@@ -120,30 +120,3 @@ def test_a_print_is_one_line_that_reads_back() -> None:
     assert NotFoundPrint.decode(empty.encode()) == empty
     with pytest.raises(ValueError, match="values to unpack"):
         NotFoundPrint.decode("garbage")
-
-
-def test_answers_are_read_once_and_written_when_they_change() -> None:
-    stored: dict[str, str | None] = {"a": "print-a"}
-    reads: list[str] = []
-    writes: list[tuple[str, str | None]] = []
-    answers = NotFoundAnswers(capacity=2)
-
-    def read(host: str):
-        return lambda: reads.append(host) or stored.get(host)
-
-    def write(host: str):
-        return lambda answer: writes.append((host, answer))
-
-    assert answers.get("a", read("a")) == "print-a"
-    assert answers.get("a", read("a")) == "print-a"
-    assert reads == ["a"]
-    answers.put("a", "print-a", write("a"))
-    assert writes == []
-    answers.put("a", "", write("a"))
-    assert writes == [("a", "")]
-    assert answers.get("b", read("b")) is None  # not asked yet, and remembered so
-    assert answers.get("b", read("b")) is None
-    assert reads == ["a", "b"]
-    answers.get("c", read("c"))  # over capacity: the least recent ("a") goes
-    assert answers.get("a", read("a")) == "print-a"
-    assert reads == ["a", "b", "c", "a"]
