@@ -250,7 +250,7 @@ class FetchFunction(KeyedProcessFunction):
         self._status.count("batches.in")
         host = host_of_key(value[0])
         ranked, payloads = decode_batch(value[1])
-        row = self._host_row(host)
+        row = self._host_row(value[0])
         state = self._load(host, row)
         if ranked and len(state.queue) < _RANKED_QUEUE_MAX:
             state.queue.push_ranked(payloads)  # URLs released by priority: best first
@@ -263,7 +263,8 @@ class FetchFunction(KeyedProcessFunction):
             now = ctx.timer_service().current_processing_time()
             wake_ms = self._scheduler.first_wake_ms(state, now)
             ctx.timer_service().register_processing_time_timer(wake_ms)
-        self._save(host, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
+        self._save(value[0], host, state, wake_ms,
+                   row[_ROBOTS_FETCHED_MS] if row is not None else 0)
         self._status.busy_seconds += time.thread_time() - began
         yield from ()
 
@@ -289,12 +290,12 @@ class FetchFunction(KeyedProcessFunction):
         forever."""
         later = max(timestamp, ctx.timer_service().current_processing_time()) + _DRAIN_DEFER_MS
         ctx.timer_service().register_processing_time_timer(later)
-        host = host_of_key(ctx.get_current_key())
-        row = self._host_row(host)
+        key = ctx.get_current_key()
+        row = self._host_row(key)
         if row is not None and row[_WAKE_MS] == timestamp:
             fields = list(row)
             fields[_WAKE_MS] = later
-            self._host_rows.put(host, tuple(fields), self._write_host_row)
+            self._host_rows.put(key, tuple(fields), self._write_host_row)
 
     def _wake(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> list[FetchResult]:
         key = ctx.get_current_key()
@@ -308,7 +309,7 @@ class FetchFunction(KeyedProcessFunction):
             # A poll of the fetch in flight: decided from memory, no state touched.
             ctx.timer_service().register_processing_time_timer(flights.next_poll_ms(host, now))
             return []
-        row = self._host_row(host)
+        row = self._host_row(key)
         if kind is TimerKind.OTHER and (
             row is None
             or not flights.wakes_host(host, timestamp, row[_WAKE_MS], row[_LEASE_KIND])
@@ -336,7 +337,7 @@ class FetchFunction(KeyedProcessFunction):
         if wake.wake_at_ms is not None:
             wake_ms = wake.wake_at_ms
             ctx.timer_service().register_processing_time_timer(wake_ms)
-        self._save(host, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
+        self._save(key, host, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
         self._status.gauges[FETCH_IN_FLIGHT.name] = len(flights)
         for result in wake.results:
             self._status.count(FETCH_RESULTS.member(result.status.value))
@@ -370,9 +371,9 @@ class FetchFunction(KeyedProcessFunction):
             )
         )
 
-    def _host_row(self, host: str) -> tuple | None:
+    def _host_row(self, key: str) -> tuple | None:
         """The current key's host row (its fields), from the cache of host rows or its state."""
-        return self._host_rows.get(host, self._read_host_row)
+        return self._host_rows.get(key, self._read_host_row)
 
     def _read_host_row(self) -> tuple | None:
         """The current key's host row from its state; a version 1 row (from a checkpoint taken
@@ -426,10 +427,12 @@ class FetchFunction(KeyedProcessFunction):
         else:
             self._not_found.update(answer)
 
-    def _save(self, host: str, state: HostState, wake_ms: int, stored_robots_ms: int) -> None:
+    def _save(
+        self, key: str, host: str, state: HostState, wake_ms: int, stored_robots_ms: int
+    ) -> None:
         robots = state.robots
         robots_ms = robots.fetched_ms if robots is not None else 0
-        self._host_rows.put(host, host_row(state, wake_ms, robots_ms), self._write_host_row)
+        self._host_rows.put(key, host_row(state, wake_ms, robots_ms), self._write_host_row)
         self._not_found_answers.put(host, state.not_found, self._store_not_found)
         if state.failures:
             self._failing.add(host)
