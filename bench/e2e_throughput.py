@@ -33,7 +33,14 @@ _REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_REPOSITORY))
 sys.path.insert(0, str(_REPOSITORY / "bench"))
 
-from rounds import add_web_options, alternate, print_ratios, web_config, write_json  # noqa: E402
+from rounds import (  # noqa: E402
+    add_web_options,
+    alternate,
+    check_scrapy,
+    print_ratios,
+    web_config,
+    write_json,
+)
 
 from synthweb import RequestRecord, SyntheticWebServer, audit_log  # noqa: E402
 from synthweb.audit import is_page_path  # noqa: E402
@@ -142,6 +149,7 @@ def main() -> None:
                         help="another checkout of the crawler, measured side by side")
     parser.add_argument("--no-scrapy", action="store_true", help="leave Scrapy out")
     args = parser.parse_args()
+    check_scrapy(parser, args)
 
     crawlers = ["ours"] + (["baseline"] if args.baseline else [])
     crawlers += [] if args.no_scrapy else ["scrapy"]

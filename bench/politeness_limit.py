@@ -56,7 +56,7 @@ sys.path.insert(0, str(_REPOSITORY / "bench"))
 
 from charts import Curve, line_chart  # noqa: E402
 from e2e_throughput import run_ours  # noqa: E402
-from rounds import alternate, write_json  # noqa: E402
+from rounds import alternate, check_scrapy, write_json  # noqa: E402
 
 from synthweb import RequestRecord, SyntheticWebServer, WebConfig  # noqa: E402
 from synthweb.audit import is_page_path  # noqa: E402
@@ -332,6 +332,7 @@ def main() -> None:
     parser.add_argument("--svg", type=Path, help="draw pages/s over time here")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     args = parser.parse_args()
+    check_scrapy(parser, args)
 
     web = WebConfig(seed=args.web_seed, hosts=args.hosts)
     with tempfile.TemporaryDirectory(prefix="limit-web-") as folder:

@@ -10,6 +10,7 @@ contender's figure to another's, and the raw figures written as JSON.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -51,6 +52,13 @@ def add_web_options(parser: argparse.ArgumentParser, hosts: int) -> None:
         "--articles", type=int, default=0,
         help="also serve this many articles as near-duplicate groups and as many edited ones "
              "(the near-duplicate profile: pages of 100-odd words, judged by distance)")
+
+
+def check_scrapy(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Stop before the first crawl when Scrapy, the crawler compared against, is asked for and
+    not installed (the ``bench`` extra)."""
+    if not args.no_scrapy and importlib.util.find_spec("scrapy") is None:
+        parser.error("Scrapy is not installed: pip install -e '.[bench]', or pass --no-scrapy")
 
 
 def web_config(args: argparse.Namespace) -> WebConfig:
