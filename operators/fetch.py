@@ -263,8 +263,7 @@ class FetchFunction(KeyedProcessFunction):
             now = ctx.timer_service().current_processing_time()
             wake_ms = self._scheduler.first_wake_ms(state, now)
             ctx.timer_service().register_processing_time_timer(wake_ms)
-        self._save(value[0], host, state, wake_ms,
-                   row[_ROBOTS_FETCHED_MS] if row is not None else 0)
+        self._save(value[0], state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
         self._status.busy_seconds += time.thread_time() - began
         yield from ()
 
@@ -337,7 +336,7 @@ class FetchFunction(KeyedProcessFunction):
         if wake.wake_at_ms is not None:
             wake_ms = wake.wake_at_ms
             ctx.timer_service().register_processing_time_timer(wake_ms)
-        self._save(key, host, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
+        self._save(key, state, wake_ms, row[_ROBOTS_FETCHED_MS] if row is not None else 0)
         self._status.gauges[FETCH_IN_FLIGHT.name] = len(flights)
         for result in wake.results:
             self._status.count(FETCH_RESULTS.member(result.status.value))
@@ -427,9 +426,8 @@ class FetchFunction(KeyedProcessFunction):
         else:
             self._not_found.update(answer)
 
-    def _save(
-        self, key: str, host: str, state: HostState, wake_ms: int, stored_robots_ms: int
-    ) -> None:
+    def _save(self, key: str, state: HostState, wake_ms: int, stored_robots_ms: int) -> None:
+        host = host_of_key(key)
         robots = state.robots
         robots_ms = robots.fetched_ms if robots is not None else 0
         self._host_rows.put(key, host_row(state, wake_ms, robots_ms), self._write_host_row)
