@@ -1,10 +1,10 @@
 """The DRUM's file formats (format version 1). Every file is written once, under a name never
 used before, and never modified afterwards; a manifest says which files are live.
 
-All integers are little-endian. Checksums are CRC-32 (zlib, about 2 GB/s here), stored in
-64-bit slots. Every file has a fixed header and a trailer ending in an end marker; opening a file
-reads those and its table only, and checks that the sizes add up exactly (a truncated file fails
-there); data is checked when it is read.
+All integers are little-endian. Checksums are zlib's CRC-32 (computed by zlib-ng: the same
+values, four times faster), stored in 64-bit slots. Every file has a fixed header and a trailer
+ending in an end marker; opening a file reads those and its table only, and checks that the
+sizes add up exactly (a truncated file fails there); data is checked when it is read.
 
 Run file (``run-*.drum``: the main run, a delta run, an archived set)::
 
@@ -41,12 +41,12 @@ import errno
 import os
 import struct
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
 import numpy as np
+from zlib_ng import zlib_ng
 
 from drum.errors import DrumCorruptError, DrumMissingFileError, DrumWriteError
 from drum.record import LAYOUT_VERSION, READABLE_LAYOUTS, RECORD, concat, upgrade
@@ -105,9 +105,10 @@ IO_SECONDS = {"read": 0.0, "write": 0.0, "fsync": 0.0, "crc": 0.0}
 
 
 def checksum(data: bytes | bytearray | memoryview | np.ndarray) -> int:
-    """CRC-32 (zlib) of ``data``. O(len); about 2 GB/s here."""
+    """CRC-32 (zlib's) of ``data``. O(len). zlib-ng computes the same CRC-32 as zlib, with
+    carry-less multiplication where the CPU has it: about 15 GB/s here against zlib's 3.7."""
     began = time.perf_counter()
-    value = zlib.crc32(memoryview(data).cast("B"))
+    value = zlib_ng.crc32(memoryview(data).cast("B"))
     IO_SECONDS["crc"] += time.perf_counter() - began
     return value
 
@@ -447,7 +448,7 @@ class PayloadWriter(_Writer):
         pending = bytes(self._carry) + bytes(data) if self._carry else data
         view = memoryview(pending)
         full = len(view) - len(view) % PAGE
-        crc = zlib.crc32
+        crc = zlib_ng.crc32
         self._page_sums.extend(crc(view[i : i + PAGE]) for i in range(0, full, PAGE))
         self._carry = bytes(view[full:])
 
@@ -456,7 +457,7 @@ class PayloadWriter(_Writer):
         if not self._started:
             self._start()
         if self._carry:
-            self._page_sums.append(zlib.crc32(self._carry))
+            self._page_sums.append(zlib_ng.crc32(self._carry))
             self._carry = b""
         pages = np.array(self._page_sums, dtype="<u4").tobytes()
         self._write(pages)
@@ -534,7 +535,7 @@ class PayloadFile(_ReadFile):
         view = memoryview(data)
         for number in range(first, last + 1):
             at = (number - first) * self.page
-            if zlib.crc32(view[at : at + self.page]) != int(self.pages[number]):
+            if zlib_ng.crc32(view[at : at + self.page]) != int(self.pages[number]):
                 raise DrumCorruptError(
                     self.path, f"payload at offset {offset}: page {number} checksum mismatch"
                 )
@@ -545,7 +546,7 @@ class PayloadFile(_ReadFile):
         data = memoryview(_pread_exact(self._fd, self.length, HEADER_SIZE, self.path, "data"))
         for number in range(len(self.pages)):
             chunk = data[number * self.page : (number + 1) * self.page]
-            if zlib.crc32(chunk) != int(self.pages[number]):
+            if zlib_ng.crc32(chunk) != int(self.pages[number]):
                 raise DrumCorruptError(self.path, f"data page {number} checksum mismatch")
 
     def info(self) -> FileInfo:

@@ -29,7 +29,16 @@ from drum import (
     referenced_files,
     url_keys,
 )
-from drum.files import _RUN_HEADER, _RUN_TRAILER, _TABLE, HEADER_SIZE, FileInfo
+from drum.files import (
+    _RUN_HEADER,
+    _RUN_TRAILER,
+    _TABLE,
+    HEADER_SIZE,
+    FileInfo,
+    PayloadFile,
+    PayloadWriter,
+    default_opener,
+)
 from drum.journal import decode_ops
 from drum.merge import pack_plan
 from drum.record import READABLE_LAYOUTS, RECORD, neutral, record_dict
@@ -75,6 +84,22 @@ def test_checksum_is_crc32() -> None:
     data = bytes(range(256)) * 100
     assert checksum(data) == zlib.crc32(data)
     assert checksum(np.arange(10, dtype=np.uint64)) == zlib.crc32(np.arange(10).tobytes())
+
+
+def test_payload_pages_carry_zlibs_crc32(tmp_path: Path) -> None:
+    # The files of a crawl DB written before the checksums were computed by zlib-ng hold
+    # zlib's values: the same in both directions, page by page, whatever the pieces appended.
+    data = bytes(range(256)) * 50 + b"tail"
+    writer = PayloadWriter(str(tmp_path / "pay"), default_opener, fsync=False)
+    for start in range(0, len(data), 3000):
+        writer.append(data[start:start + 3000])
+    writer.finish()
+    segment = PayloadFile(str(tmp_path / "pay"))
+    pages = [data[at:at + segment.page] for at in range(0, len(data), segment.page)]
+    assert [int(value) for value in segment.pages] == [zlib.crc32(page) for page in pages]
+    assert segment.read(4000, len(data) - 4000) == data[4000:]
+    segment.verify()
+    segment.close()
 
 
 def test_run_block_corruption_names_file_and_block(drum: Drum) -> None:
