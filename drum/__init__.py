@@ -39,6 +39,7 @@ from drum.manifest import (
     collect_garbage,
     referenced_files,
 )
+from drum.merge import PASS_LAPS
 from drum.record import (
     LAYOUT_VERSION,
     NEVER,
@@ -69,6 +70,7 @@ __all__ = [
     "LAYOUT_VERSION",
     "NEVER",
     "NO_DEPTH",
+    "PASS_LAPS",
     "RECORD",
     "RECRAWL_FIELDS",
     "UPDATE",

@@ -45,7 +45,14 @@ from drum.record import (
 from drum.results import Checks, DueSelection, MergeResult, NewKeys, empty_checks, empty_new
 from drum.selection import DueSelector, ReleaseLimits
 
-__all__ = ["MergeState", "pack_plan"]
+__all__ = ["PASS_LAPS", "MergeState", "pack_plan"]
+
+#: The phases (keys of ``timings``) of a read-only pass over the runs (:meth:`MergeState.select`)
+#: whose time grows with the DRUM: reading and folding its runs and offering every record to
+#: the selection and the due window. What else a release costs (writing the selected URLs'
+#: marks, reading their payloads) a release from the due window costs too.
+PASS_LAPS = ("select.start", "select.read_fold", "select.archive", "select.select",
+             "select.window")
 
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 
@@ -98,7 +105,7 @@ class MergeState:
     archived sets) and its due ``window``; it creates files in ``directory`` through
     ``opener``, records each path in ``written`` and each run it opens in ``opened`` (for the
     caller to remove and close if the merge fails), adds the time of each phase to
-    ``timings``, and reads the selected URLs with ``read_payloads``."""
+    ``timings`` (seconds of ``clock``), and reads the selected URLs with ``read_payloads``."""
 
     def __init__(
         self,
@@ -117,10 +124,12 @@ class MergeState:
         read_payloads: Callable[[np.ndarray, Manifest], list[bytes]],
         limits: ReleaseLimits | None = None,
         due: DuePolicy | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.directory = directory
         self.opener = opener
         self.timings = timings
+        self._clock = clock
         self.read_payloads = read_payloads
         self.limits = limits
         #: The due policy of this merge's selection (the DRUM's, or with another max_urls).
@@ -138,7 +147,7 @@ class MergeState:
         self.counters = manifest.counters
         self.manifest = manifest
         self._files = 0
-        self._last_lap = time.perf_counter()
+        self._last_lap = clock()
         self.window = window if self.config.windowed else None
         self.window_counts: dict[str, int] = {}
 
@@ -154,7 +163,7 @@ class MergeState:
 
     def _lap(self, name: str) -> None:
         """Add the time since the previous lap to ``timings[name]``."""
-        now = time.perf_counter()
+        now = self._clock()
         timings = self.timings
         timings[name] = timings.get(name, 0.0) + now - self._last_lap
         self._last_lap = now

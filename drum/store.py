@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -106,8 +107,11 @@ class Drum:
         self._journal_from = 0
         self._journal_reset = False
         self._closed = False
-        #: Seconds spent per merge phase (diagnostics; see also drum.files.IO_SECONDS).
+        #: Seconds spent per merge phase (see also drum.files.IO_SECONDS): diagnostics, and
+        #: what a release's pass over the runs took (:data:`drum.merge.PASS_LAPS`).
         self.timings: dict[str, float] = {}
+        #: The clock of :attr:`timings` (a test may give one of its own).
+        self.clock: Callable[[], float] = time.perf_counter
         # The due window (None: none yet, or given up; never stored: built by a pass).
         self._window: DueWindow | None = None
         #: What the due window did (diagnostics, since this object was made): selections made
@@ -464,7 +468,7 @@ class Drum:
             state = MergeState(
                 self.directory, self.config, old, (self._main, self._deltas, self._archives),
                 self._window, serial=serial, now_ms=now_ms, opener=self._opener,
-                written=written, opened=opened, timings=self.timings,
+                written=written, opened=opened, timings=self.timings, clock=self.clock,
                 read_payloads=self.read_payloads, limits=limits, due=due,
             )
             n = self._fill

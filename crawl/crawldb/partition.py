@@ -68,6 +68,7 @@ from crawl.urls.priority import CASH_DIGITS, CashPolicy, rank
 from drum import (
     CHECK_UPDATE,
     NO_DEPTH,
+    PASS_LAPS,
     ArchivePolicy,
     Drum,
     DrumConfig,
@@ -293,8 +294,6 @@ class CrawlDbPartition:
         self._cutoff_binding = False
         # While a savepoint's files are being kept, replaced files wait for a later merge.
         self._deletions_paused = deletions_paused
-        # Times a release's pass over the DRUM (seconds; a test's clock makes it repeatable).
-        self._timer = timer
         self._schedule = (
             RecrawlSchedule(recrawl) if recrawl is not None and recrawl.enabled else None
         )
@@ -333,6 +332,9 @@ class CrawlDbPartition:
             self._drum = Drum.create(directory, config)
         else:
             self._drum = Drum.restore(directory, manifest, (), config)
+        # Times the phases of its merges, among them a release's pass over the runs, which
+        # spaces the releases out (seconds; a test's clock makes them repeatable).
+        self._drum.clock = timer
         self._history = (
             ManifestHistory.from_json(json.loads(history))
             if history
@@ -479,7 +481,8 @@ class CrawlDbPartition:
         window_before = dict(self._drum.window_stats)
         results = self._to_drum(now_ms, answer)
         if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
-            began = self._timer()
+            timings = self._drum.timings
+            passed_before = sum(timings.get(lap, 0.0) for lap in PASS_LAPS)
             limits = None
             if release and self._budgets is not None:
                 limits = self._budgets
@@ -493,12 +496,14 @@ class CrawlDbPartition:
                                       max_urls=self._release_batch() if release else None)
             results.append(result)
             if release:
-                # Only a release that passed over the DRUM spaces the next one out.
-                spent_ms = (self._timer() - began) * 1000
-                passed = result.due is None or not result.due.from_window
+                # Only the time of a pass over the DRUM's runs spaces the next release out:
+                # not the merge of the operations that came with it (their writes and
+                # fsyncs), nor a major merge that was due anyway, nor a release from the
+                # due window.
+                spent_ms = 1000 * (sum(timings.get(lap, 0.0) for lap in PASS_LAPS)
+                                   - passed_before)
                 self._release_interval_ms = max(
-                    self._release_ms, int(spent_ms / self._release_share) if passed else 0
-                )
+                    self._release_ms, int(spent_ms / self._release_share))
         for name, count in self._drum.window_stats.items():
             answer.count(f"window.{name}", count - window_before.get(name, 0))
         self._found, self._found_at, self._done, self._order = [], [], [], []

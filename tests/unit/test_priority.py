@@ -5,7 +5,6 @@ records), and the frontier serving a host's queue best first."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +34,7 @@ from drum import (
     outcomes,
     url_keys,
 )
+from drum.merge import MergeState
 from tests.fakes.crawldb import KeyedState, record_of
 
 T0 = 1_700_000_000_000
@@ -366,19 +366,57 @@ def test_a_partition_whose_releases_take_long_releases_less_often(directory: str
     assert db.next_release_ms(T0 + 10) > T0 + 10_000
 
 
-def test_releases_spaced_out_by_slow_passes_take_more_urls_each(directory: str) -> None:
-    # Each pass over the DRUM costs 50 ms of CPU (the timer's readings), releases may take 1 %
-    # of the time: they come 5 s apart, and each takes 5 batches, so that as many URLs a second
-    # go out as with a release every second.
-    readings = itertools.count(0.0, 0.05)
+class _SlowPhase:
+    """A clock that stands still but where a phase of a DRUM merge adds ``seconds`` to it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, phase: str, seconds: float) -> None:
+        self.now = 0.0
+        original = getattr(MergeState, phase)
+
+        def slow(state: MergeState, *args, **kwargs):
+            self.now += seconds
+            return original(state, *args, **kwargs)
+
+        monkeypatch.setattr(MergeState, phase, slow)
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_releases_spaced_out_by_slow_passes_take_more_urls_each(
+        directory: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each pass over the DRUM takes 50 ms, releases may take 1 % of the time: they come 5 s
+    # apart, and each takes 5 batches, so that as many URLs a second go out as with a
+    # release every second.
+    clock = _SlowPhase(monkeypatch, "select", 0.05)
     db = CrawlDbPartition(directory, SECTION, priority=PrioritySection(
         host_window=100, release_batch=2, release_seconds=1.0, release_max_share=0.01,
-        release_window=0), timer=lambda: next(readings))
+        release_window=0), timer=clock)
     db.apply([(f"http://h{i}.example/", "L", "http://b.other/") for i in range(30)], [], T0)
     assert db.flush(T0).counts[CRAWLDB_URLS_RELEASED.name] == 2
     due = db.next_release_ms(T0 + 1)
     assert due == T0 + 5000
     assert db.flush(due).counts[CRAWLDB_URLS_RELEASED.name] == 10
+
+
+@pytest.mark.parametrize("phase", ["minor", "major"])
+def test_a_slow_merge_of_operations_does_not_space_the_releases_out(
+        directory: str, monkeypatch: pytest.MonkeyPatch, phase: str) -> None:
+    # The merge of the operations that come with a release (its writes and their fsyncs on a
+    # slow disk), or a major merge that was due anyway, takes 10 s; the release's own pass
+    # takes no time: the next release comes release_seconds later, as the frontier needs.
+    clock = _SlowPhase(monkeypatch, phase, 10.0)
+    section = dataclasses.replace(SECTION, max_deltas=1)  # (every merge a major merge)
+    db = CrawlDbPartition(directory, section if phase == "major" else SECTION,
+                          priority=PrioritySection(host_window=1, release_seconds=1.0,
+                                                   release_max_share=0.02, release_window=0),
+                          timer=clock)
+    db.apply([(f"http://a.example/{i}", "L", "http://b.other/") for i in range(3)], [], T0)
+    first = db.flush(T0)
+    assert first.counts[CRAWLDB_URLS_RELEASED.name] == 1
+    assert clock.now >= 10.0  # the slow phase ran
+    db.apply([("http://c.example/", "L", "http://b.other/")], [], T0 + 10)
+    assert db.next_release_ms(T0 + 10) == T0 + 1000
 
 
 def test_releases_from_the_due_window_are_not_spaced_out(directory: str) -> None:
