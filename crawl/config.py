@@ -576,8 +576,9 @@ class PrioritySection:
     release_batch: int = 1000
     #: A partition releases at most this often...
     release_seconds: float = 1.0
-    #: ...and spends at most this share of the time releasing (a release that passes over a
-    #: large partition's whole DRUM makes it wait longer before the next).
+    #: ...and spends at most this share of the time in passes over its DRUM (a release that
+    #: passes over a large partition's runs makes it wait longer before the next; the merge
+    #: of the operations that came with it does not count).
     release_max_share: float = 0.02
     #: Records of the URLs due soonest (and of those QUEUED) a partition keeps in memory, at
     #: most, to release from without reading its DRUM (drum/due_window.py; 144 bytes each);

@@ -5,6 +5,7 @@ records), and the frontier serving a host's queue best first."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import numpy as np
@@ -415,6 +416,25 @@ def test_a_slow_merge_of_operations_does_not_space_the_releases_out(
     first = db.flush(T0)
     assert first.counts[CRAWLDB_URLS_RELEASED.name] == 1
     assert clock.now >= 10.0  # the slow phase ran
+    db.apply([("http://c.example/", "L", "http://b.other/")], [], T0 + 10)
+    assert db.next_release_ms(T0 + 10) == T0 + 1000
+
+
+def test_a_pass_that_waits_does_not_space_the_releases_out(
+        directory: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In a busy crawl a pass over the DRUM waits for the interpreter lock while the other
+    # stages work: the partition's default clock counts its own CPU, not the waits.
+    original = MergeState.select
+
+    def waiting(state: MergeState, *args, **kwargs):
+        time.sleep(0.6)  # (wall time spent waiting: more than half of release_seconds)
+        return original(state, *args, **kwargs)
+
+    monkeypatch.setattr(MergeState, "select", waiting)
+    db = CrawlDbPartition(directory, SECTION, priority=PrioritySection(
+        host_window=1, release_seconds=1.0, release_max_share=0.5, release_window=0))
+    db.apply([(f"http://a.example/{i}", "L", "http://b.other/") for i in range(3)], [], T0)
+    assert db.flush(T0).counts[CRAWLDB_URLS_RELEASED.name] == 1
     db.apply([("http://c.example/", "L", "http://b.other/")], [], T0 + 10)
     assert db.next_release_ms(T0 + 10) == T0 + 1000
 
