@@ -3,12 +3,13 @@ best-ranked that are due, within the per-host cap of the :class:`~drum.config.Du
 the budgets of the DRUM user's :class:`ReleaseLimits`.
 
 :class:`DueSelector` takes the records a chunk at a time and keeps only the candidates that can
-still make it: memory O(``max_urls`` + one chunk) whatever the number of records offered. What
+still make it: memory O(``max_urls`` + 65,536 records) whatever the number of records offered. What
 it selects is then leased or marked QUEUED by the merge (:mod:`drum.merge`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -19,6 +20,9 @@ from drum.record import NEVER, NO_DEPTH, RECORD, DrumStatus, concat, next_fetch_
 __all__ = ["DueSelector", "ReleaseLimits"]
 
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
+#: Candidates a pool takes in before it trims itself to the best (at least; ``2 x max_urls``
+#: when that is more): 9 MB of records at most.
+_PENDING_RECORDS = 1 << 16
 
 
 def _rank_within(groups: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -75,9 +79,9 @@ class _Limits:
         self._limits = limits
         self._group_of: dict[int, int] = {}
         self._groups: dict[int, int] = {}
-        self._shapes: dict[tuple[int, int], int] = {}
-        self._group_due: dict[int, int] = {}
-        self._pair_due: dict[tuple[int, int], int] = {}
+        # Pairs are keyed by host << 32 | shape (see _pairs).
+        self._shapes: dict[int, int] = {}
+        self._pair_due: dict[int, int] = {}
         self.min_rank = float(getattr(limits, "min_rank", float("-inf")))
         #: Due new URLs held back because their rank is below ``min_rank``...
         self.held_by_rank = 0
@@ -98,7 +102,7 @@ class _Limits:
 
     def caps(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The group, the group's limit and the shape's limit of each record (revisits:
-        group -1, unlimited). O(n) and a question per host, group and pair not met yet."""
+        group -1, unlimited). O(n log n) and a question per host, group and pair not met yet."""
         n = len(values)
         group = np.full(n, -1, dtype=np.int64)
         group_cap = np.full(n, _UNLIMITED, dtype=np.int64)
@@ -106,40 +110,34 @@ class _Limits:
         new = values["status"] == DrumStatus.UNFETCHED
         if not new.any():
             return group, group_cap, shape_cap
-        hosts = values["host"][new].astype(np.int64).tolist()
-        shapes = values["shape"][new].astype(np.int64).tolist()
-        missing = sorted(set(hosts) - self._group_of.keys())
-        if missing:
-            answers = self._limits.groups(np.array(missing, dtype=np.uint32))
-            self._group_of.update(zip(missing, np.asarray(answers).tolist(), strict=True))
-        groups = [self._group_of[h] for h in hosts]
-        missing = sorted(set(groups) - self._groups.keys())
-        if missing:
-            answers = self._limits.group_limits(np.array(missing, dtype=np.int64))
-            self._groups.update(zip(missing, np.asarray(answers).tolist(), strict=True))
-        pairs = list(zip(hosts, shapes, strict=True))
-        missing = sorted(set(pairs) - self._shapes.keys())
-        if missing:
-            answers = self._limits.shape_limits(
-                np.array([h for h, _ in missing], dtype=np.uint32),
-                np.array([s for _, s in missing], dtype=np.uint32))
-            self._shapes.update(zip(missing, np.asarray(answers).tolist(), strict=True))
-        group[new] = groups
-        group_cap[new] = [self._groups[g] for g in groups]
-        shape_cap[new] = [self._shapes[pair] for pair in pairs]
+        new_values = values[new]
+        hosts, host_of = np.unique(new_values["host"], return_inverse=True)
+        groups = _answers(self._group_of, hosts.astype(np.int64),
+                          lambda missing: self._limits.groups(missing.astype(np.uint32)))
+        record_groups = groups[host_of]
+        unique_groups, group_of = np.unique(record_groups, return_inverse=True)
+        limits = _answers(self._groups, unique_groups, self._limits.group_limits)
+        pairs, pair_of = np.unique(_pairs(new_values), return_inverse=True)
+        shape_limits = _answers(
+            self._shapes, pairs,
+            lambda missing: self._limits.shape_limits(
+                (missing >> np.uint64(32)).astype(np.uint32),
+                (missing & np.uint64(0xFFFFFFFF)).astype(np.uint32)))
+        group[new] = record_groups
+        group_cap[new] = limits[group_of]
+        shape_cap[new] = shape_limits[pair_of]
         return group, group_cap, shape_cap
 
     def count_due(self, values: np.ndarray, group: np.ndarray) -> None:
-        """Count the due new records of a chunk (``group``: their groups, from :meth:`caps`)
-        per group and per pair. O(n)."""
+        """Count the due new records of a chunk per pair (``group``: their groups, from
+        :meth:`caps`, unused here). O(n log n)."""
         new = values["status"] == DrumStatus.UNFETCHED
         if not new.any():
             return
-        pairs = zip(values["host"][new].tolist(), values["shape"][new].tolist(), strict=True)
-        for key in group[new].tolist():
-            self._group_due[key] = self._group_due.get(key, 0) + 1
-        for pair in pairs:
-            self._pair_due[pair] = self._pair_due.get(pair, 0) + 1
+        pairs, counts = np.unique(_pairs(values[new]), return_counts=True)
+        due = self._pair_due
+        for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+            due[pair] = due.get(pair, 0) + count
 
     def held(self) -> tuple[int, int]:
         """The due new URLs the limits hold back: by their shape's limit, then (of those their
@@ -149,17 +147,34 @@ class _Limits:
         for pair, due in self._pair_due.items():
             allowed = min(due, self._shapes[pair])
             by_shape += due - allowed
-            group = self._group_of[pair[0]]
+            group = self._group_of[pair >> 32]
             left[group] = left.get(group, 0) + allowed
         for group, allowed in left.items():
             by_group += max(0, allowed - self._groups[group])
         return by_group, by_shape
 
 
+def _pairs(values: np.ndarray) -> np.ndarray:
+    """Each record's (host, shape) as one integer: host << 32 | shape (uint64)."""
+    return (values["host"].astype(np.uint64) << np.uint64(32)) | values["shape"].astype(np.uint64)
+
+
+def _answers(known: dict[int, int], keys: np.ndarray,
+             ask: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """The answers (int64) for ``keys`` (unique, sorted), from ``known`` or asked with ``ask``
+    (for those not known yet, all at once) and kept in ``known``."""
+    listed = keys.tolist()
+    missing = [key for key in listed if key not in known]
+    if missing:
+        answers = ask(np.array(missing, dtype=keys.dtype))
+        known.update(zip(missing, np.asarray(answers).tolist(), strict=True))
+    return np.array([known[key] for key in listed], dtype=np.int64)
+
+
 class _Pool:
     """The best ``max_urls`` candidates offered, by (rank desc, key asc), at most ``per_host``
     per host, and with ``limits`` at most their host's and shape's limits. Memory O(max_urls +
-    one chunk)."""
+    :data:`_PENDING_RECORDS`)."""
 
     def __init__(self, policy: DuePolicy, limits: _Limits | None = None) -> None:
         self.policy = policy
@@ -169,6 +184,9 @@ class _Pool:
         self.rank = np.empty(0, dtype=np.float64)
         #: With limits: each candidate's group, group limit and shape limit (one row each).
         self.caps = np.empty((0, 3), dtype=np.int64)
+        # Candidates offered since the pool was last trimmed (keys, values, rank, caps).
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._pending_count = 0
 
     def _better_than_worst(self, keys: np.ndarray, rank: np.ndarray) -> np.ndarray:
         worst_rank, worst_key = self.rank[-1], self.keys[-1]
@@ -176,8 +194,10 @@ class _Pool:
 
     def offer(self, keys: np.ndarray, values: np.ndarray, rank: np.ndarray,
               caps: np.ndarray | None = None) -> None:
-        """Merge candidates in (with limits, ``caps``: their rows of :attr:`caps`). O(c log c)
-        for c candidates that can still make it."""
+        """Take candidates in (with limits, ``caps``: their rows of :attr:`caps`); the pool is
+        trimmed to the best once the candidates waiting reach :data:`_PENDING_RECORDS` or
+        ``2 x max_urls`` (:meth:`trim`), so a pass sorts the pool a few times, not at every
+        chunk. O(c log c) for c candidates that can still make it."""
         max_urls = self.policy.max_urls
         if len(keys) == 0 or max_urls <= 0:
             return
@@ -189,10 +209,21 @@ class _Pool:
                 return
             keys, values = keys[better], select(values, better)
             rank, caps = rank[better], caps[better]
-        keys = np.concatenate((self.keys, keys))
-        values = concat([self.values, values])
-        rank = np.concatenate((self.rank, rank))
-        caps = np.concatenate((self.caps, caps))
+        self._pending.append((keys, values, rank, caps))
+        self._pending_count += len(keys)
+        if self._pending_count >= max(_PENDING_RECORDS, 2 * max_urls):
+            self.trim()
+
+    def trim(self) -> None:
+        """Keep the best ``max_urls`` of the pool and the candidates waiting, within the
+        limits and ``per_host``; :attr:`keys` ... are the selection so far after it."""
+        if not self._pending:
+            return
+        keys = np.concatenate([self.keys, *(p[0] for p in self._pending)])
+        values = concat([self.values, *(p[1] for p in self._pending)])
+        rank = np.concatenate([self.rank, *(p[2] for p in self._pending)])
+        caps = np.concatenate([self.caps, *(p[3] for p in self._pending)])
+        self._pending, self._pending_count = [], 0
         if self.limits is not None:
             keep = self._within_limits(keys, values, rank, caps)
             keys, values, rank, caps = keys[keep], select(values, keep), rank[keep], caps[keep]
@@ -202,7 +233,7 @@ class _Pool:
             within = _rank_within(hosts, order)
             keep = (within < self.policy.per_host) | (hosts == 0)
             keys, values, rank, caps = keys[keep], select(values, keep), rank[keep], caps[keep]
-        order = np.lexsort((keys, -rank))[:max_urls]
+        order = np.lexsort((keys, -rank))[:self.policy.max_urls]
         self.keys, self.values, self.rank = keys[order], take(values, order), rank[order]
         self.caps = caps[order]
 
@@ -224,7 +255,7 @@ class _Pool:
 class DueSelector:
     """Best ``max_urls`` due records by (rank desc, key asc), at most ``per_host`` per host,
     rank being ``score - depth_weight x depth`` (a revisit's plus how many intervals late it
-    is, with ``refresh_share``). Exact and incremental: memory O(max_urls + one chunk). With
+    is, with ``refresh_share``). Exact and incremental: memory O(max_urls + 65,536). With
     ``mark_queued``, a host's QUEUED records count against its ``per_host`` too: they are
     counted during the scan and the candidates trimmed at the end (so a selection may hold
     fewer than ``max_urls`` when candidates of full hosts were kept over others)."""
@@ -314,6 +345,8 @@ class DueSelector:
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """The selection (revisits first with ``refresh_share``, each kind best first)."""
+        self._new.trim()
+        self._revisits.trim()
         if self._revisits is self._new:
             keys, values = self._new.keys, self._new.values
             self.revisits = int(np.count_nonzero(values["status"] != DrumStatus.UNFETCHED))

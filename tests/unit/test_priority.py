@@ -33,9 +33,11 @@ from drum import (
     discoveries,
     host_key,
     outcomes,
+    selection,
     url_keys,
 )
 from drum.merge import MergeState
+from drum.selection import DueSelector
 from tests.fakes.crawldb import KeyedState, record_of
 
 T0 = 1_700_000_000_000
@@ -516,6 +518,36 @@ def test_a_selection_keeps_the_limits_of_each_host_and_shape_best_first(tmp_path
     assert "http://b.example/0" in {p.decode() for p in due.payloads} or (
         "http://b.example/1" in {p.decode() for p in due.payloads})
     assert due.held_by_shape == 3  # c's two (its shape's limit is still 0) and a calendar URL
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_selection_trimmed_as_it_goes_is_the_selection_of_all_at_once(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pool trims itself to the best now and then as a pass offers its chunks: whenever it
+    # does, the selection is the one made of every record at once (limits, per_host, ties).
+    rng = np.random.default_rng(seed)
+    n = 600
+    values = discoveries(n, now_ms=T0, score=rng.integers(0, 5, n).astype(np.float32),
+                         host=(rng.integers(0, 12, n) * 2654435761 % 2**32).astype(np.uint32),
+                         shape=rng.integers(0, 4, n).astype(np.uint32))
+    keys = np.cumsum(rng.integers(1, 1000, n)).astype(np.uint64)  # (sorted, as a pass offers)
+    hosts = np.unique(values["host"]).tolist()
+    limits = _Limits(hosts={h: int(rng.integers(0, 30)) for h in hosts},
+                     shapes={(h, s): int(rng.integers(0, 12)) for h in hosts for s in range(4)},
+                     together=tuple(hosts[:3]))
+    policy = DuePolicy(max_urls=40, per_host=9, lease_ms=0, mark_queued=True)
+
+    def select(pending: int, chunk: int) -> list[int]:
+        monkeypatch.setattr(selection, "_PENDING_RECORDS", pending)
+        selector = DueSelector(policy, limits)
+        for start in range(0, n, chunk):
+            selector.offer_due(keys[start:start + chunk], values[start:start + chunk], T0 + 1)
+        return selector.result()[0].tolist()
+
+    at_once = select(n, n)
+    assert len(at_once) > 10
+    assert select(1, 7) == at_once
+    assert select(100, 33) == at_once
 
 
 def test_selections_from_the_due_window_keep_the_limits_too(
