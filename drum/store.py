@@ -110,7 +110,8 @@ class Drum:
         #: Seconds spent per merge phase (see also drum.files.IO_SECONDS): diagnostics, and
         #: what a release's pass over the runs took (:data:`drum.merge.PASS_LAPS`).
         self.timings: dict[str, float] = {}
-        #: The clock of :attr:`timings` (a test may give one of its own).
+        #: The clock of :attr:`timings` (a user may give its own: the crawl DB its thread's CPU
+        #: time, a test one that stands still).
         self.clock: Callable[[], float] = time.perf_counter
         # The due window (None: none yet, or given up; never stored: built by a pass).
         self._window: DueWindow | None = None
