@@ -128,9 +128,8 @@ class _Limits:
         shape_cap[new] = shape_limits[pair_of]
         return group, group_cap, shape_cap
 
-    def count_due(self, values: np.ndarray, group: np.ndarray) -> None:
-        """Count the due new records of a chunk per pair (``group``: their groups, from
-        :meth:`caps`, unused here). O(n log n)."""
+    def count_due(self, values: np.ndarray) -> None:
+        """Count the due new records of a chunk per (host, shape) pair. O(n log n)."""
         new = values["status"] == DrumStatus.UNFETCHED
         if not new.any():
             return
@@ -319,7 +318,7 @@ class DueSelector:
                 keep = ~low
                 keys, values, next_fetch, rank, caps = (keys[keep], select(values, keep),
                                                         next_fetch[keep], rank[keep], caps[keep])
-            self.limits.count_due(values, caps[:, 0])
+            self.limits.count_due(values)
         if self._revisits is self._new:
             self._new.offer(keys, values, rank, caps)
             return
