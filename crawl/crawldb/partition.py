@@ -335,8 +335,8 @@ class CrawlDbPartition:
         # Times the phases of its merges, among them a release's pass over the runs, which
         # spaces the releases out: in CPU seconds of this thread, since in a busy crawl a
         # pass waits for the interpreter lock much of its time (2.7 s of wall time against at
-        # most 0.7 s of CPU in a pass over 50,000 URLs), and the waits are other stages' work (a
-        # test's clock makes the spacing repeatable).
+        # most 0.7 s of CPU in one measured), and the waits are other stages' work (a test's
+        # clock makes the spacing repeatable).
         self._drum.clock = timer
         self._history = (
             ManifestHistory.from_json(json.loads(history))
