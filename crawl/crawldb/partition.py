@@ -484,8 +484,7 @@ class CrawlDbPartition:
         window_before = dict(self._drum.window_stats)
         results = self._to_drum(now_ms, answer)
         if self._drum.buffered or release:  # (a full DRUM buffer may have merged already)
-            timings = self._drum.timings
-            passed_before = sum(timings.get(lap, 0.0) for lap in PASS_LAPS)
+            passed_before = self._pass_seconds()
             limits = None
             if release and self._budgets is not None:
                 limits = self._budgets
@@ -503,8 +502,7 @@ class CrawlDbPartition:
                 # not the merge of the operations that came with it (their writes and
                 # fsyncs), nor a major merge that was due anyway, nor a release from the
                 # due window.
-                spent_ms = 1000 * (sum(timings.get(lap, 0.0) for lap in PASS_LAPS)
-                                   - passed_before)
+                spent_ms = 1000 * (self._pass_seconds() - passed_before)
                 self._release_interval_ms = max(
                     self._release_ms, int(spent_ms / self._release_share))
         for name, count in self._drum.window_stats.items():
@@ -515,6 +513,12 @@ class CrawlDbPartition:
         self._merged = True
         self._deliver(results, now_ms, answer)
         return answer
+
+    def _pass_seconds(self) -> float:
+        """The time this partition's DRUM spent in passes over its runs so far (its clock's
+        seconds)."""
+        timings = self._drum.timings
+        return sum(timings.get(lap, 0.0) for lap in PASS_LAPS)
 
     def _release_batch(self) -> int:
         """URLs the next release takes at most: ``release_batch``, times the spacing of the
