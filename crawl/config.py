@@ -580,6 +580,13 @@ class PrioritySection:
     #: passes over a large partition's runs makes it wait longer before the next; the merge
     #: of the operations that came with it does not count).
     release_max_share: float = 0.02
+    #: The frontier (URLs the fetch stage holds: queued and in flight) is kept at most this
+    #: many seconds of fetching, at the rate the crawl fetches now (crawl/crawldb/
+    #: frontier_bound.py): URLs wait in the crawl DB, ranked, rather than in host queues. 0:
+    #: no bound (URLs go as fast as the releases allow).
+    frontier_seconds: float = 30.0
+    #: ...and may hold this many URLs whatever the rate (a crawl starts before any is known).
+    frontier_min_urls: int = 2000
     #: Records of the URLs due soonest (and of those QUEUED) a partition keeps in memory, at
     #: most, to release from without reading its DRUM (drum/due_window.py; 144 bytes each);
     #: a pass over the DRUM builds the window again when it runs out. 0: every release is a
@@ -597,6 +604,8 @@ class PrioritySection:
                "an integer from 1 to 100000")
         _check(self, "priority", "release_batch", lambda v: v >= 1, "an integer >= 1")
         _check(self, "priority", "release_seconds", _positive, "a number > 0")
+        _check(self, "priority", "frontier_seconds", _non_negative, "a number >= 0")
+        _check(self, "priority", "frontier_min_urls", lambda v: v >= 1, "an integer >= 1")
         _check(self, "priority", "release_max_share", lambda v: 0 < v <= 1,
                "a number above 0, at most 1")
         _check(self, "priority", "release_window", lambda v: v >= 0, "an integer >= 0")

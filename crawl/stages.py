@@ -190,6 +190,8 @@ CRAWLDB_RELEASES_FROM_WINDOW = Figure(CRAWL_DB, "releases.from_window")
 # The fetch stage (operators/fetch.py, crawl/frontier/scheduler.py).
 #: URLs in the host queues (gauge).
 FETCH_QUEUED = Figure(FETCH, "queued")
+#: URLs taken in from the crawl DB.
+FETCH_URLS_IN = Figure(FETCH, "urls.in")
 #: Fetches in flight (gauge).
 FETCH_IN_FLIGHT = Figure(FETCH, "in_flight")
 #: Hosts with URLs queued or a fetch in flight (gauge).

@@ -45,6 +45,7 @@ from crawl.config import (
 )
 from crawl.crawldb.budgets import Budgets, CachedStore
 from crawl.crawldb.cutoff import BudgetCutoff, frontier_size, write_waiting
+from crawl.crawldb.frontier_bound import FrontierBound, fetch_figures
 from crawl.crawldb.partition import Answer, CrawlDbPartition, partition_directory
 from crawl.frontier.budget import PageBudget
 from crawl.layout import OutputLayout
@@ -166,6 +167,15 @@ class CrawlDbFunction(KeyedProcessFunction):
                 budget.claimed,
                 lambda: frontier_size(read_statuses(status_directory)),
             )
+        self._frontier = None
+        if priority.enabled and priority.frontier_seconds:
+            status_directory = layout.status
+            self._frontier = FrontierBound(
+                priority.frontier_seconds, priority.frontier_min_urls,
+                lambda: fetch_figures(read_statuses(status_directory), time.time(),
+                                      own_subtask=subtask.index),
+                share=1.0 / subtask.parallelism,
+            )
         self._status.gauge_functions[CRAWLDB_KNOWN.name] = lambda: sum(
             p.known for p in list(self._partitions.values())
         )
@@ -267,6 +277,7 @@ class CrawlDbFunction(KeyedProcessFunction):
                     (lambda counts, key=key: write_waiting(self._waiting_directory, key, counts))
                     if self._cutoff is not None else None
                 ),
+                frontier_room=self._frontier.room if self._frontier is not None else None,
             )
             self._partitions[key] = partition
             self._status.count("journal.unreadable", partition.unreadable_journal_entries)
@@ -289,6 +300,8 @@ class CrawlDbFunction(KeyedProcessFunction):
         if self._cutoff is not None:
             self._cutoff.released(answer.counts.get(CRAWLDB_URLS_RELEASED.name, 0)
                                   - answer.counts.get(CRAWLDB_URLS_RELEASED_REVISITS.name, 0))
+        if self._frontier is not None:
+            self._frontier.released(answer.counts.get(CRAWLDB_URLS_RELEASED.name, 0))
         requests = answer.requests
         if requests and self._router.mode != "host":
             keys = self._router.keys(

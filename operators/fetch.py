@@ -88,6 +88,7 @@ from crawl.stages import (
     FETCH_RESULTS,
     FETCH_SUSPENSIONS,
     FETCH_TIMERS,
+    FETCH_URLS_IN,
 )
 from crawl.state_cache import StateCache
 from crawl.status import Status
@@ -257,7 +258,7 @@ class FetchFunction(KeyedProcessFunction):
         else:
             for payload in payloads:
                 state.queue.push(payload)
-        self._status.count("urls.in", len(payloads))
+        self._status.count(FETCH_URLS_IN.name, len(payloads))
         wake_ms = row[_WAKE_MS] if row is not None else 0
         if not wake_ms:
             now = ctx.timer_service().current_processing_time()

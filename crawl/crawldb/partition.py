@@ -282,8 +282,12 @@ class CrawlDbPartition:
         timer: Callable[[], float] = time.thread_time,
         cutoff: Callable[[], float] | None = None,
         publish_waiting: Callable[[np.ndarray], None] | None = None,
+        frontier_room: Callable[[], int | None] | None = None,
     ) -> None:
         self.directory = directory
+        # The frontier bound (crawl/crawldb/frontier_bound.py): how many more URLs may go to
+        # the frontier now (None: no bound).
+        self._frontier_room = frontier_room
         # The budget cutoff (crawl/crawldb/cutoff.py): the rank a new URL needs to go now,
         # and where this partition's waiting URLs are told, by rank bucket.
         self._cutoff = cutoff
@@ -412,6 +416,9 @@ class CrawlDbPartition:
         if not self._releasing:
             return None
         earliest = self._last_release_ms + self._release_interval_ms
+        if self._frontier_full():
+            # Looked at again each release_seconds, as fetches make room.
+            earliest = max(earliest, now_ms + self._release_ms)
         if self._release_again or self._ops_since_release:
             return max(now_ms, earliest)
         wake = []
@@ -524,12 +531,18 @@ class CrawlDbPartition:
         """URLs the next release takes at most: ``release_batch``, times the spacing of the
         releases in ``release_seconds`` when passes over a large DRUM space them out (so that
         as many URLs a second go out as with a release every ``release_seconds``), at most the
-        due window's size (20 batches without a window)."""
+        due window's size (20 batches without a window), and at most what the frontier bound
+        leaves room for."""
         batch = self._release_batch_urls
         if self._release_interval_ms > self._release_ms:
             scaled = batch * self._release_interval_ms // self._release_ms
             batch = max(batch, min(scaled, self._release_window_urls or 20 * batch))
-        return batch
+        room = self._frontier_room() if self._frontier_room is not None else None
+        return batch if room is None else max(1, min(batch, room))
+
+    def _frontier_full(self) -> bool:
+        room = self._frontier_room() if self._frontier_room is not None else None
+        return room is not None and room <= 0
 
     def _release_allowed(self, now_ms: int) -> bool:
         due = self.next_release_ms(now_ms)
