@@ -7,7 +7,8 @@ delay between requests, no response-time factor since Scrapy has none) and the s
 Both are measured the same way, from the synthetic web's own request log: page requests
 (robots.txt and not-found probes excluded) divided by the time from the first to the last
 request. The crawler's own figures (its summary) are reported beside, as is the CPU time of
-each crawler's processes.
+each crawler's processes, and for ours its checkpoints from the Flink logs (the longest, those
+over 10 s, those that expired): the loop's files are committed at checkpoints.
 
 Usage: ``python bench/e2e_throughput.py --hosts 300 --runs 3 [--delay 0] [--budget 0]``.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -68,6 +70,28 @@ def from_request_log(records: list[RequestRecord]) -> dict[str, Any]:
 SETTINGS = ("politeness.response_time_factor=0",)
 
 
+#: Flink's log line of a completed checkpoint, and of one that timed out.
+_COMPLETED = re.compile(r"Completed checkpoint \d+ .*checkpointDuration=(\d+) ms")
+_EXPIRED = re.compile(r"Checkpoint \d+ of job \S+ expired before completing")
+
+
+def checkpoint_figures(logs: Path) -> dict[str, Any]:
+    """The checkpoints of a crawl, from the Flink logs in ``logs``: how many completed, the
+    longest (seconds), how many took over 10 s, and how many expired. The loop's files are
+    committed at checkpoints: while one takes long, no new URL reaches the crawl DB."""
+    durations, expired = [], 0
+    for path in sorted(logs.glob("*.log")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        durations += [int(ms) for ms in _COMPLETED.findall(text)]
+        expired += len(_EXPIRED.findall(text))
+    return {
+        "checkpoints": len(durations),
+        "checkpoint_max_s": round(max(durations, default=0) / 1000, 1),
+        "checkpoints_over_10s": sum(ms > 10_000 for ms in durations),
+        "checkpoints_expired": expired,
+    }
+
+
 def run_ours(
     proxy: str, seeds: list[str], args: argparse.Namespace, work: Path, checkout: Path,
     settings: tuple[str, ...] = SETTINGS,
@@ -104,6 +128,7 @@ def run_ours(
         "peak_rss_mb": round(usage.peak_rss_bytes / 2**20),
         "own_pages_per_s": summary["pages_per_second"],
         "own_pages": summary["pages"],
+        **checkpoint_figures(out / "logs" / "flink"),
     }
 
 
@@ -167,6 +192,17 @@ def main() -> None:
               f"{median(crawler, 'pages_per_s'):.1f} | {median(crawler, 'own_pages_per_s'):.1f} | "
               f"{median(crawler, 'cpu_ms_per_page'):.2f} | {median(crawler, 'wall_s'):.1f} | "
               f"{median(crawler, 'audit_problems'):.0f} |")
+    ours_like = [crawler for crawler in crawlers if crawler != "scrapy"]
+    print()
+    print("| crawler | longest checkpoint s (median of runs) | checkpoints over 10 s |"
+          " expired |")
+    print("|---|---:|---:|---:|")
+    for crawler in ours_like:
+        runs = rows[crawler]
+        print(f"| {crawler} | {median(crawler, 'checkpoint_max_s'):.1f} | "
+              f"{' / '.join(str(row['checkpoints_over_10s']) for row in runs)} of "
+              f"{' / '.join(str(row['checkpoints']) for row in runs)} | "
+              f"{sum(row['checkpoints_expired'] for row in runs)} |")
     ratios = {other: print_ratios(rows, "ours", other) for other in crawlers[1:]}
     write_json(args.json, {"args": vars(args), "rows": rows, "ratios": ratios})
 
