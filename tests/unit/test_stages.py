@@ -74,6 +74,7 @@ SPELLINGS = {
     "CRAWLDB_RELEASES": "crawldb.releases",
     "CRAWLDB_RELEASES_FROM_WINDOW": "crawldb.releases.from_window",
     "FETCH_QUEUED": "fetch.queued",
+    "FETCH_URLS_IN": "fetch.urls.in",
     "FETCH_IN_FLIGHT": "fetch.in_flight",
     "FETCH_HOSTS_ACTIVE": "fetch.hosts_active",
     "FETCH_HOSTS_FAILING": "fetch.hosts_failing",
