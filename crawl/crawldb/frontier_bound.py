@@ -2,20 +2,21 @@
 
 A URL handed to the frontier (the fetch stage's host queues) is out of the crawl DB's hands: a
 better URL found later cannot overtake it, and the fetch stage must take in every batch before
-it can fetch from it. The crawl DB used to hand out URLs as fast as its releases allowed
-(``priority.release_batch`` a partition every ``release_seconds``), so that on a large web a
-crawl bound by its CPU queued 20,000 URLs and more, minutes of fetching: the fetch stage, busy
-with its fetches, took the batches in slowly, the crawl DB stalled on handing them over and
-with it the loop and the checkpoints (BENCHMARKS.md, "The frontier bound").
+it can fetch from it. Unbounded, the crawl DB hands out URLs as fast as its releases allow
+(``priority.release_batch`` a partition every ``release_seconds``): on a large web a crawl
+bound by its CPU queued 20,000 URLs and more, minutes of fetching, and the fetch stage, busy
+with its fetches, took the batches in slowly, so that the crawl DB stalled on handing them over
+and with it the loop and the checkpoints (BENCHMARKS.md, "The frontier bound").
 
-The bound keeps the frontier (queued and in-flight URLs, every fetch subtask's) at most
-``priority.frontier_seconds`` of fetching at the rate the fetch stage fetches now, and at least
-``priority.frontier_min_urls`` (a crawl starts before any rate is known). A crawl DB subtask
-reads the fetch stage's figures from its status files (:mod:`crawl.progress`) at most once a
-second (:func:`fetch_figures`), takes its share of the room (one crawl DB subtask's of all),
-and counts the URLs it released after the figures were written as in the frontier already.
-The bound is advisory, like every figure of the status files: without fresh figures (none
-written yet, or none for a while) nothing is held back.
+The bound keeps the frontier (queued and in-flight URLs, every fetch subtask's, and the URLs
+released and not taken in yet) at most ``priority.frontier_seconds`` of fetching at the rate
+the fetch stage fetches now, and at least ``priority.frontier_min_urls`` (a crawl starts before
+any rate is known). A crawl DB subtask reads the figures from the status files
+(:mod:`crawl.progress`) at most once a second (:func:`fetch_figures`: the fetch stage's, and
+the other crawl DB subtasks' releases), counts its own releases as they go, and takes its
+share of the room (one crawl DB subtask's of all). The bound is advisory, like every figure of
+the status files: without fresh figures (none written yet, or none for a while) nothing is
+held back.
 """
 
 from __future__ import annotations
