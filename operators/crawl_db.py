@@ -159,9 +159,9 @@ class CrawlDbFunction(KeyedProcessFunction):
         self._cutoff = None
         self._waiting_directory = layout.status / "ranks"
         max_pages, priority = settings.max_pages, settings.priority
+        status_directory = layout.status
         if max_pages and priority.enabled and priority.budget_cutoff:
             budget = PageBudget(layout.budget, max_pages)
-            status_directory = layout.status
             self._cutoff = BudgetCutoff(
                 max_pages, priority.budget_cutoff, self._waiting_directory,
                 budget.claimed,
@@ -169,7 +169,6 @@ class CrawlDbFunction(KeyedProcessFunction):
             )
         self._frontier = None
         if priority.enabled and priority.frontier_seconds:
-            status_directory = layout.status
             self._frontier = FrontierBound(
                 priority.frontier_seconds, priority.frontier_min_urls,
                 lambda: fetch_figures(read_statuses(status_directory), time.time(),
@@ -277,7 +276,7 @@ class CrawlDbFunction(KeyedProcessFunction):
                     (lambda counts, key=key: write_waiting(self._waiting_directory, key, counts))
                     if self._cutoff is not None else None
                 ),
-                frontier_room=self._frontier.room if self._frontier is not None else None,
+                frontier_room=self._frontier.room if self._frontier is not None else lambda: None,
             )
             self._partitions[key] = partition
             self._status.count("journal.unreadable", partition.unreadable_journal_entries)

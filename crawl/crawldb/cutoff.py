@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from crawl.crawldb.frontier_bound import fetch_figures
 from crawl.progress import read_json_objects
-from crawl.stages import FETCH, FETCH_IN_FLIGHT, FETCH_QUEUED
 
 __all__ = [
     "BUCKETS_PER_DECADE",
@@ -77,14 +77,8 @@ def cutoff_rank(waiting: Iterable[Mapping[int, int]], remaining: int) -> float:
 def frontier_size(statuses: Iterable[Mapping]) -> tuple[int, float]:
     """The URLs the fetch stage holds (``queued`` and ``in_flight``, summed over its subtasks'
     status files: :mod:`crawl.progress`) and the time of the oldest of those figures."""
-    held, oldest = 0, math.inf
-    for status in statuses:
-        if status.get("stage") != FETCH.figures:
-            continue
-        gauges = status.get("gauges", {})
-        held += int(gauges.get(FETCH_QUEUED.name, 0)) + int(gauges.get(FETCH_IN_FLIGHT.name, 0))
-        oldest = min(oldest, float(status.get("time", 0.0)))
-    return held, oldest if oldest < math.inf else 0.0
+    figures = fetch_figures(statuses)
+    return (0, 0.0) if figures is None else (figures.held, figures.time)
 
 
 def waiting_path(directory: str | Path, partition: int) -> Path:

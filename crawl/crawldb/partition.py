@@ -282,7 +282,7 @@ class CrawlDbPartition:
         timer: Callable[[], float] = time.thread_time,
         cutoff: Callable[[], float] | None = None,
         publish_waiting: Callable[[np.ndarray], None] | None = None,
-        frontier_room: Callable[[], int | None] | None = None,
+        frontier_room: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.directory = directory
         # The frontier bound (crawl/crawldb/frontier_bound.py): how many more URLs may go to
@@ -537,11 +537,11 @@ class CrawlDbPartition:
         if self._release_interval_ms > self._release_ms:
             scaled = batch * self._release_interval_ms // self._release_ms
             batch = max(batch, min(scaled, self._release_window_urls or 20 * batch))
-        room = self._frontier_room() if self._frontier_room is not None else None
+        room = self._frontier_room()
         return batch if room is None else max(1, min(batch, room))
 
     def _frontier_full(self) -> bool:
-        room = self._frontier_room() if self._frontier_room is not None else None
+        room = self._frontier_room()
         return room is not None and room <= 0
 
     def _release_allowed(self, now_ms: int) -> bool:
