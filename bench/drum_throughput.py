@@ -2,6 +2,7 @@
 
     python bench/drum_throughput.py --keys 1000000 10000000 --runs 3
     python bench/drum_throughput.py --keys 100000000 --runs 1 --stores drum rocksdict
+    python bench/drum_throughput.py --keys 30000000 --stores drum --baseline ../other-checkout
 
 Every measurement runs in its own process (peak RSS is the process's ``ru_maxrss``); the stores
 alternate inside each round so that they share the machine's state, and the table gives medians
@@ -26,7 +27,12 @@ Stores:
   2 background threads), used as well as Python allows: a batch is folded with NumPy, looked
   up with one multi-get, written with one WriteBatch; the value is the 64-byte record followed
   by the URL;
-* ``dict``: a Python dict key -> row of a NumPy record array (the URL in a list), same folding.
+* ``dict``: a Python dict key -> row of a NumPy record array (the URL in a list), same folding;
+* ``drum-baseline`` (with ``--baseline``): the DRUM of another checkout, same workload, for
+  a change measured side by side.
+
+Besides the rates, a DRUM run reports the bytes its operations wrote and read (per operation,
+the load left out) and the time of each merge phase in them (``ops_timings``).
 
 Time spent generating the workload is measured and left out of the figures.
 """
@@ -58,9 +64,12 @@ from drum import (  # noqa: E402
     combine_groups,
     discoveries,
 )
+from drum.files import IO_BYTES  # noqa: E402
 from drum.record import concat, put, select, take  # noqa: E402
 
 HOSTS = 10_000
+#: The store name of the DRUM of ``--baseline``'s checkout.
+BASELINE = "drum-baseline"
 _PREFIX = np.frombuffer(b"https://h00000.example.org/", dtype=np.uint8)
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _DIGITS = np.frombuffer(b"0123456789", dtype=np.uint8)
@@ -138,9 +147,21 @@ def _fold(keys: np.ndarray, values: np.ndarray):
     return sk[starts], combine_groups(take(values, order), starts), order[starts]
 
 
+def drum_settings(items: list[str]) -> dict[str, int | float]:
+    """``FIELD=VALUE`` items as DrumConfig fields (numbers)."""
+    settings: dict[str, int | float] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in DrumConfig.__dataclass_fields__:
+            raise SystemExit(f"--drum-set: DrumConfig has no field {name!r}")
+        settings[name] = float(value) if "." in value else int(value)
+    return settings
+
+
 class DrumStore:
-    def __init__(self, directory: str, buffer: int) -> None:
-        config = DrumConfig(buffer_ops=buffer, due=DuePolicy(max_urls=10_000, per_host=10))
+    def __init__(self, directory: str, buffer: int, settings: dict | None = None) -> None:
+        config = DrumConfig(buffer_ops=buffer, due=DuePolicy(max_urls=10_000, per_host=10),
+                            **(settings or {}))
         self.db = Drum.create(directory, config)
         self.majors = 0
         self.merges = 0
@@ -270,7 +291,7 @@ def worker(args: argparse.Namespace) -> dict:
     directory = tempfile.mkdtemp(prefix=f"bench-{args.worker}-", dir=args.dir)
     try:
         if args.worker == "drum":
-            store = DrumStore(directory, args.buffer)
+            store = DrumStore(directory, args.buffer, drum_settings(args.drum_set))
         elif args.worker == "rocksdict":
             store = RocksStore(directory)
         else:
@@ -294,6 +315,8 @@ def worker(args: argparse.Namespace) -> dict:
         store.flush(now)
         load_s = time.perf_counter() - began - gen
         majors_before = getattr(store, "majors", 0)
+        io_before = dict(IO_BYTES)
+        timings_before = dict(store.db.timings) if args.worker == "drum" else {}
         gen = 0.0
         began = time.perf_counter()
         done = 0
@@ -321,6 +344,14 @@ def worker(args: argparse.Namespace) -> dict:
         }
         if args.worker == "drum":
             result["major_merges_in_ops"] = store.majors - majors_before
+            # What the operations moved, and where their time went (the load left out).
+            for what in ("read", "write"):
+                result[f"{what}_bytes_per_op"] = (IO_BYTES[what] - io_before[what]) / args.ops
+            result["ops_timings"] = {
+                name: round(seconds - timings_before.get(name, 0.0), 2)
+                for name, seconds in sorted(store.db.timings.items())
+                if seconds - timings_before.get(name, 0.0) >= 0.005
+            }
             result["merges"] = store.merges
             # One more major merge, timed alone: in steady state one happens every
             # major_ratio x K delta records (one per updated key and minor merge), so its
@@ -361,6 +392,10 @@ def main() -> None:
     parser.add_argument("--dict-max", type=int, default=20_000_000,
                         help="largest N for the dict store (memory)")
     parser.add_argument("--dir", default=None, help="where the stores write")
+    parser.add_argument("--baseline", default=None,
+                        help="a checkout whose DRUM runs beside this one (store drum-baseline)")
+    parser.add_argument("--drum-set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="a DrumConfig field for this checkout's DRUM (e.g. delta_fanout=8)")
     parser.add_argument("--worker", choices=["drum", "rocksdict", "dict"])
     parser.add_argument("--n", type=int)
     parser.add_argument("--dist")
@@ -375,13 +410,21 @@ def main() -> None:
         ops = args.ops or min(max(n, 2_000_000), 20_000_000)
         for dist in args.dists:
             stores = [s for s in args.stores if s != "dict" or n <= args.dict_max]
+            if args.baseline:
+                stores.append(BASELINE)
             for run in range(args.runs):
                 order = stores[run % len(stores):] + stores[: run % len(stores)]
                 for store in order:
                     store_ops = min(ops, args.ops_rocksdict) if store == "rocksdict" else ops
-                    cmd = [sys.executable, __file__, "--worker", store, "--n", str(n),
+                    script, worker_store = __file__, store
+                    if store == BASELINE:
+                        script = os.path.join(args.baseline, "bench", "drum_throughput.py")
+                        worker_store = "drum"
+                    cmd = [sys.executable, script, "--worker", worker_store, "--n", str(n),
                            "--ops", str(store_ops), "--dist", dist, "--seed", str(run + 1),
                            "--batch", str(args.batch), "--buffer", str(args.buffer)]
+                    if store == "drum":
+                        cmd += [f"--drum-set={item}" for item in args.drum_set]
                     if args.dir:
                         cmd += ["--dir", args.dir]
                     if args.blind_load:
@@ -392,6 +435,7 @@ def main() -> None:
                         print(out.stderr, file=sys.stderr)
                         raise SystemExit(f"{store} failed")
                     result = json.loads(out.stdout.strip().splitlines()[-1])
+                    result["store"] = store
                     result["run"] = run
                     result["load1"] = os.getloadavg()[0]
                     result["wall_s"] = time.perf_counter() - began
@@ -406,8 +450,8 @@ def main() -> None:
 def print_table(results: list[dict]) -> None:
     print()
     print("| keys | workload | store | ops | ops/s (median) | load keys/s | peak RSS MB | "
-          "disk B/key | DRUM / this (ops/s, per-round median) |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+          "disk B/key | written B/op | DRUM / this (ops/s, per-round median) |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
     groups: dict[tuple, list[dict]] = {}
     for r in results:
         groups.setdefault((r["n"], r["dist"], r["store"]), []).append(r)
@@ -419,11 +463,13 @@ def print_table(results: list[dict]) -> None:
             ratios = [drum_runs[r["run"]]["ops_per_s"] / r["ops_per_s"] for r in rs
                       if r["run"] in drum_runs]
             ratio = f"{med(ratios):.1f}x"
+        written = (f"{med(r['write_bytes_per_op'] for r in rs):,.0f}"
+                   if "write_bytes_per_op" in rs[0] else "")
         print(f"| {n:,} | {dist} | {store} | {rs[0]['ops']:,} | "
               f"{med(r['ops_per_s'] for r in rs):,.0f} | "
               f"{med(r['load_per_s'] for r in rs):,.0f} | "
               f"{med(r['peak_rss_mb'] for r in rs):,.0f} | "
-              f"{med(r['disk_bytes_per_key'] for r in rs):,.0f} | {ratio} |")
+              f"{med(r['disk_bytes_per_key'] for r in rs):,.0f} | {written} | {ratio} |")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ from drum.record import LAYOUT_VERSION, READABLE_LAYOUTS, RECORD, concat, upgrad
 
 __all__ = [
     "FORMAT_VERSION",
+    "IO_BYTES",
     "IO_SECONDS",
     "KIND_ARCHIVE",
     "KIND_DELTA",
@@ -102,6 +103,8 @@ assert _TABLE.itemsize == 48
 
 #: Seconds spent in file I/O and checksums by this process (diagnostics for benchmarks).
 IO_SECONDS = {"read": 0.0, "write": 0.0, "fsync": 0.0, "crc": 0.0}
+#: Bytes read and written in files by this process (diagnostics for benchmarks).
+IO_BYTES = {"read": 0, "write": 0}
 
 
 def checksum(data: bytes | bytearray | memoryview | np.ndarray) -> int:
@@ -146,6 +149,7 @@ def _pread_exact(fd: int, size: int, offset: int, path: str, what: str) -> bytes
     began = time.perf_counter()
     data = os.pread(fd, size, offset)
     IO_SECONDS["read"] += time.perf_counter() - began
+    IO_BYTES["read"] += len(data)
     if len(data) != size:
         raise DrumCorruptError(path, f"truncated: {what} at byte {offset} needs {size} bytes")
     return data
@@ -179,6 +183,7 @@ class _Writer:
             reason = "disk full (ENOSPC)" if error.errno == errno.ENOSPC else error.strerror
             raise DrumWriteError(self.path, f"write failed: {reason or error}") from error
         IO_SECONDS["write"] += time.perf_counter() - began
+        IO_BYTES["write"] += size
         self._size += size
 
     def _finish(self) -> None:
