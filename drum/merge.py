@@ -206,6 +206,21 @@ class MergeState:
             at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
             out[a:b] |= keys[at] == q
 
+    def _mark_present(
+        self, run: RunFile, ukeys: np.ndarray, out: np.ndarray, found: np.ndarray
+    ) -> None:
+        """Mark in ``out`` the sorted unique ``ukeys`` present in ``run``, looking up only those
+        not ``found`` in an earlier run: a key found in the main run (most keys a batch updates)
+        is not searched for in the delta runs, and no live key in the archived sets (a key is
+        in one or the other, never both)."""
+        missing = np.flatnonzero(~found)
+        if len(missing) == len(ukeys):
+            self._member(run, ukeys, out)
+            return
+        present = np.zeros(len(missing), dtype=bool)
+        self._member(run, ukeys[missing], present)
+        out[missing[present]] = True
+
     # -- minor merge
 
     def minor(self, keys: np.ndarray, kinds: np.ndarray, values: np.ndarray,
@@ -232,9 +247,9 @@ class MergeState:
         live = np.zeros(len(ukeys), dtype=bool)
         archived = np.zeros(len(ukeys), dtype=bool)
         for run in ([self.main] if self.main else []) + self.deltas:
-            self._member(run, ukeys, live)
+            self._mark_present(run, ukeys, live, live)
         for run in self.archives:
-            self._member(run, ukeys, archived)
+            self._mark_present(run, ukeys, archived, live | archived)
         self._lap("minor.lookup")
         skind = kinds[order]
         inserts = (skind & UPDATE) != 0

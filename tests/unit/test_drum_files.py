@@ -37,6 +37,7 @@ from drum.files import (
     FileInfo,
     PayloadFile,
     PayloadWriter,
+    RunFile,
     default_opener,
 )
 from drum.journal import decode_ops
@@ -367,6 +368,40 @@ def test_archived_and_compacted_sets_keep_every_url_seen(tmp_path: Path) -> None
     assert archived == set(url_keys(all_urls).tolist())
     got = sorted(p for _, v, _ in db.items() for p in db.read_payloads(v))
     assert got == sorted(all_urls)
+
+
+def test_a_key_found_in_the_main_run_is_not_looked_up_in_the_delta_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Most keys a batch updates are in the main run: a minor merge searches the delta runs
+    (and archived sets) only for the keys no earlier run holds."""
+    drum = Drum.create(str(tmp_path / "d"), replace(SMALL, max_deltas=8, major_ratio=4.0))
+    fill(drum, 0, 120)
+    drum.merge(now_ms=2_000, major=True)
+    fill(drum, 100, 40)
+    drum.merge(now_ms=3_000)
+    main = drum.manifest.main.name
+    deltas = {d.name for d in drum.manifest.deltas}
+    assert deltas
+    read: list[str] = []
+    real = RunFile.read_keys
+
+    def read_keys(run: RunFile, block: int) -> np.ndarray:
+        read.append(os.path.basename(run.path))
+        return real(run, block)
+
+    monkeypatch.setattr(RunFile, "read_keys", read_keys)
+    in_main = urls(0, 60)
+    drum.check(url_keys(in_main), now_ms=4_000)
+    assert drum.merge(now_ms=4_000).checks.seen.all()
+    assert read and set(read) == {main}
+    read.clear()
+    in_delta, unknown = urls(125, 10), urls(500, 10)
+    results = [*drum.check(url_keys(in_main + in_delta + unknown), now_ms=5_000),
+               drum.merge(now_ms=5_000)]  # (the buffer holds 50 operations)
+    seen = np.concatenate([result.checks.seen for result in results])
+    assert seen.tolist() == [True] * 70 + [False] * 10
+    assert set(read) & deltas
 
 
 # -- restore and garbage collection
