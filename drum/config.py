@@ -74,8 +74,12 @@ class DrumConfig:
     major_ratio: float = 1.0
     #: Below that, the newest ``delta_fanout`` delta runs are folded into one when they are of
     #: one size class (powers of the fanout times ``delta_base_records``): size-tiered, so
-    #: frequent small merges keep few runs without rewriting the main run.
-    delta_fanout: int = 4
+    #: frequent small merges keep few runs without rewriting the main run. A record is copied
+    #: once a class: a larger fanout copies less and leaves more runs (up to fanout - 1 a class,
+    #: which ``max_deltas`` must leave room for); 8 wrote 16 % fewer bytes an operation than 4
+    #: at 30 M keys (BENCHMARKS.md, "The DRUM: fewer lookups, delta runs folded eight at a
+    #: time").
+    delta_fanout: int = 8
     delta_base_records: int = 4096
     #: Archived sets are compacted into one when there are more than this many.
     max_archives: int = 8

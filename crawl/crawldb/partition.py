@@ -200,6 +200,9 @@ def drum_config(
         buffer_payload_bytes=section.buffer_payload_bytes,
         block_records=section.block_records,
         max_deltas=section.max_deltas,
+        # Merges every flush_seconds make many small runs: folded four at a time, three a
+        # size class, they stay under max_deltas without a major merge.
+        delta_fanout=4,
         max_archives=section.max_archives,
         due=due,
         archive=ArchivePolicy(archive_done=True),

@@ -34,6 +34,7 @@ def _config(window_urls: int, leased: bool = False) -> DrumConfig:
         buffer_ops=64,
         block_records=16,
         max_deltas=6,
+        delta_fanout=4,  # as the crawl DB's
         delta_base_records=8,
         fsync=False,
         due=DuePolicy(max_urls=25, per_host=3, lease_ms=3000 if leased else 0,
