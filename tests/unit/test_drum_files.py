@@ -34,10 +34,13 @@ from drum.files import (
     _RUN_TRAILER,
     _TABLE,
     HEADER_SIZE,
+    KIND_DELTA,
+    ROWS,
     FileInfo,
     PayloadFile,
     PayloadWriter,
     RunFile,
+    RunWriter,
     default_opener,
 )
 from drum.journal import decode_ops
@@ -127,6 +130,54 @@ def test_value_corruption_found_by_verify_and_by_major_merge(drum: Drum) -> None
         db.merge(now_ms=5_000, major=True)
 
 
+def _written(tmp_path: Path, name: str, keys: np.ndarray, values: np.ndarray) -> RunFile:
+    writer = RunWriter(str(tmp_path / name), KIND_DELTA, block_records=100,
+                       opener=default_opener, fsync=False)
+    writer.append(keys, values)
+    writer.close()
+    return RunFile(str(tmp_path / name))
+
+
+def test_a_block_of_discoveries_is_written_as_its_nonzero_fields_and_read_back(
+    tmp_path: Path,
+) -> None:
+    """A discovery sets 9 of the record's fields: its block takes 8 + 45 bytes a record, not
+    8 + 136, and reads back as the same records; one record with every field set makes its
+    block whole records again (columns would save too little)."""
+    keys = np.arange(1, 251, dtype=np.uint64) * 7
+    values = discoveries(250, now_ms=np.arange(250) + 5_000, score=1.5, depth=3, host=99)
+    values["payload_pos"], values["payload_len"] = np.arange(250) * 40, 40
+    values[120] = np.frombuffer(bytes(range(1, RECORD.itemsize + 1)), dtype=RECORD)[0]
+    run = _written(tmp_path, "run-1.drum", keys, values)
+    set_fields = ["discovered_ms", "status_ms", "next_fetch_ms", "score", "host",
+                  "payload_pos", "depth", "payload_len", "status"]
+    mask = sum(1 << RECORD.names.index(name) for name in set_fields)
+    assert run.table["fields"].tolist() == [mask, ROWS, mask]
+    assert run.size == 32 + 150 * (8 + 45) + 100 * (8 + RECORD.itemsize) + 3 * 48 + 48
+    read = [run.read_block(block) for block in range(run.blocks)]
+    assert np.concatenate([k for k, _ in read]).tolist() == keys.tolist()
+    assert np.concatenate([v for _, v in read]).tobytes() == values.tobytes()
+    run.close()
+
+
+def test_a_block_table_naming_fields_the_layout_lacks_is_refused(tmp_path: Path) -> None:
+    run = _written(tmp_path, "run-1.drum", np.array([3, 9], dtype=np.uint64),
+                   discoveries(2, now_ms=1_000))
+    run.close()
+    path = tmp_path / "run-1.drum"
+    data = bytearray(path.read_bytes())
+    table_offset, blocks, records, _ = _RUN_TRAILER.unpack_from(data, len(data) - 48)
+    table = np.frombuffer(data, _TABLE, blocks, table_offset).copy()
+    table["fields"] |= 1 << len(RECORD.names)
+    table_bytes = table.tobytes()
+    data[table_offset : table_offset + len(table_bytes)] = table_bytes
+    trailer = _RUN_TRAILER.pack(table_offset, blocks, records, checksum(table_bytes))
+    data[-48:] = trailer + checksum(trailer).to_bytes(8, "little") + b"DRUMEND1"
+    path.write_bytes(bytes(data))
+    with pytest.raises(DrumCorruptError, match=r"run-1.drum.*fields 0x.* beyond the layout"):
+        RunFile(str(path))
+
+
 @pytest.mark.parametrize("cut", [1, 47, 48, 100, 5000])
 def test_truncated_run_is_refused(drum: Drum, cut: int) -> None:
     main = Path(drum.directory) / drum.manifest.main.name
@@ -179,24 +230,26 @@ def test_manifest_refuses_other_versions_and_garbage() -> None:
 
 
 def _as_layout(path: Path, layout: int) -> FileInfo:
-    """Rewrite a run file as an earlier layout version wrote it (records of its size: the
-    first bytes of each current record) and return what a manifest records of it."""
+    """Rewrite a run file as an earlier version wrote it (format 1: whole records, of the
+    layout's size: the first bytes of each current record) and return what a manifest records
+    of it."""
     width = READABLE_LAYOUTS[layout]
     data = path.read_bytes()
-    magic, fmt, _, kind, size, block_records, reserved = _RUN_HEADER.unpack_from(data)
+    magic, _, _, kind, _, block_records, reserved = _RUN_HEADER.unpack_from(data)
     table_offset, blocks, records, _ = _RUN_TRAILER.unpack_from(data, len(data) - 48)
     table = np.frombuffer(data, _TABLE, blocks, table_offset).copy()
-    head = _RUN_HEADER.pack(magic, fmt, layout, kind, width, block_records, reserved)
+    head = _RUN_HEADER.pack(magic, 1, layout, kind, width, block_records, reserved)
     out = bytearray(head + checksum(head).to_bytes(8, "little"))
-    for entry in table:
-        count = int(entry["count"])
-        at = int(entry["offset"])
-        keys = data[at : at + 8 * count]
-        values = np.frombuffer(data, np.uint8, count * size, at + 8 * count).reshape(count, size)
-        narrow = values[:, :width].tobytes()
+    run = RunFile(str(path))
+    for block, entry in enumerate(table):
+        keys, values = run.read_block(block)
+        narrow = np.ascontiguousarray(values).view(np.uint8).reshape(-1, RECORD.itemsize)
+        narrow = narrow[:, :width].tobytes()
         entry["offset"] = len(out)
+        entry["fields"] = 0
         entry["values_sum"] = checksum(narrow)
-        out += keys + narrow
+        out += keys.tobytes() + narrow
+    run.close()
     table_bytes = table.tobytes()
     new_offset = len(out)
     out += table_bytes
@@ -207,11 +260,12 @@ def _as_layout(path: Path, layout: int) -> FileInfo:
     return FileInfo(path.name, len(out), records, checksum(table_bytes))
 
 
-@pytest.mark.parametrize("layout", [2, 3])
+@pytest.mark.parametrize("layout", [2, 3, 4])
 def test_a_crawl_db_of_an_earlier_layout_is_read_and_carried_on(drum: Drum, layout: int) -> None:
     """The files of a crawl begun before the recrawl fields (layout 2) or the announcements
-    (layout 3) existed: each record reads as its fields of that layout, the newer ones empty,
-    and merges go on writing the current layout."""
+    (layout 3) existed, or before blocks were written as columns (run format 1): each record
+    reads as its fields of that layout, the newer ones empty, and merges go on writing the
+    current layout."""
     keys, values, _ = next(iter(drum.items()))
     recrawled = neutral(1)
     recrawled["recrawl_s"], recrawled["interval_s"], recrawled["etag"] = 30, 600, b"tag"
