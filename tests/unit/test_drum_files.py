@@ -42,6 +42,7 @@ from drum.files import (
     RunFile,
     RunWriter,
     default_opener,
+    encode_values,
 )
 from drum.journal import decode_ops
 from drum.merge import pack_plan
@@ -158,6 +159,19 @@ def test_a_block_of_discoveries_is_written_as_its_nonzero_fields_and_read_back(
     assert np.concatenate([k for k, _ in read]).tolist() == keys.tolist()
     assert np.concatenate([v for _, v in read]).tobytes() == values.tobytes()
     run.close()
+
+
+@pytest.mark.parametrize("count", [1, 63, 64, 65, 200, 1000])
+def test_a_block_keeps_exactly_the_fields_set_in_some_record(count: int) -> None:
+    rng = np.random.default_rng(count)
+    for field in RECORD.names:
+        values = discoveries(count, now_ms=0, score=0.0, depth=0)
+        values["status"] = 0
+        one = int(rng.integers(count))
+        values[one : one + 1].view(np.uint8)[RECORD.fields[field][1]] = 1
+        fields, data = encode_values(values)
+        assert fields == 1 << RECORD.names.index(field)
+        assert len(data) == count * RECORD.fields[field][0].itemsize
 
 
 def test_a_block_table_naming_fields_the_layout_lacks_is_refused(tmp_path: Path) -> None:
