@@ -186,8 +186,13 @@ if RECORD.itemsize % 8 or np.any(np.diff(_FIELD_OFFSETS) != _FIELD_SIZES[:-1]):
     raise AssertionError("RECORD must be packed, in field order, a multiple of 8 bytes")
 
 
-def _bits(mask: int) -> list[int]:
-    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+def _columns_of(
+    mask: int, fields: list[tuple[str, np.dtype]], path: str
+) -> list[tuple[str, np.dtype]]:
+    """The fields whose bits are set in a block table's ``mask``, in order."""
+    if mask >> len(fields):
+        raise DrumCorruptError(path, f"block fields {mask:#x} beyond the layout's")
+    return [field for i, field in enumerate(fields) if mask >> i & 1]
 
 
 def _or_of_records(words: np.ndarray) -> np.ndarray:
@@ -456,9 +461,19 @@ class RunFile(_ReadFile):
                 raise DrumCorruptError(path, "format 1 block table with fields set")
             table = table.copy()
             table["fields"] = ROWS
-        self._fields = _layout_fields(value_size)
+        fields = _layout_fields(value_size)
         masks, which = np.unique(table["fields"], return_inverse=True)
-        widths = np.array([self._value_bytes(int(mask)) for mask in masks], dtype=np.int64)
+        #: The columns of a block, by its table entry's ``fields`` (not there: whole records).
+        self._columns = {
+            int(mask): _columns_of(int(mask), fields, path)
+            for mask in masks if int(mask) != ROWS
+        }
+        widths = np.array(
+            [value_size if int(mask) == ROWS
+             else sum(dtype.itemsize for _, dtype in self._columns[int(mask)])
+             for mask in masks],
+            dtype=np.int64,
+        )
         #: Bytes of one record's values in each block.
         self._widths = widths[which.reshape(-1)] if blocks else np.empty(0, dtype=np.int64)
         sizes = table["count"].astype(np.int64) * (8 + self._widths)
@@ -485,14 +500,6 @@ class RunFile(_ReadFile):
                 )
             if expected.records != records or expected.checksum != table_sum:
                 raise DrumCorruptError(path, "records or checksum differ from the manifest's")
-
-    def _value_bytes(self, fields: int) -> int:
-        """Bytes a record takes in a block whose table entry has ``fields``."""
-        if fields == ROWS:
-            return self.value_size
-        if fields >> len(self._fields):
-            raise DrumCorruptError(self.path, f"block fields {fields:#x} beyond the layout's")
-        return sum(self._fields[i][1].itemsize for i in _bits(fields))
 
     @property
     def blocks(self) -> int:
@@ -525,12 +532,10 @@ class RunFile(_ReadFile):
             raise DrumCorruptError(self.path, f"keys checksum mismatch in block {block}")
         if checksum(values_bytes) != int(entry["values_sum"]):
             raise DrumCorruptError(self.path, f"values checksum mismatch in block {block}")
-        fields = int(entry["fields"])
-        if fields == ROWS:
+        columns = self._columns.get(int(entry["fields"]))
+        if columns is None:
             return np.frombuffer(keys_bytes, dtype="<u8"), upgrade(values_bytes, self.layout)
-        return np.frombuffer(keys_bytes, dtype="<u8"), _decode_columns(
-            values_bytes, count, [self._fields[i] for i in _bits(fields)]
-        )
+        return np.frombuffer(keys_bytes, dtype="<u8"), _decode_columns(values_bytes, count, columns)
 
     def info(self) -> FileInfo:
         return FileInfo(os.path.basename(self.path), self.size, self.records, self.checksum)

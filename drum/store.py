@@ -12,7 +12,9 @@ Costs, for K keys on disk and B buffered operations:
 
 * a **minor merge** (buffer full, or :meth:`Drum.merge`) reads only the key blocks that may
   hold a buffered key (at most K x 8 bytes; a key found in the main run is not searched for in
-  the delta runs or archived sets) and writes O(B x 144 + new URL bytes);
+  the delta runs or archived sets) and writes O(B x 144 + new URL bytes) (144 bytes a key and
+  record at most: a block of records that leave most fields zero takes less, see
+  :mod:`drum.files`);
 * a **major merge** (many deltas, or more than ``major_ratio`` x K delta records) reads and
   rewrites K x 144 bytes (key and record) with a few blocks per run in memory, archives what the
   :class:`ArchivePolicy` gives up on and, when asked, makes a due selection (:class:`DuePolicy`)
